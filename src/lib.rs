@@ -1,0 +1,102 @@
+//! Go-style straight-line concurrency on stackful coroutines.
+//!
+//! A yieldloop task is an ordinary closure running on its own stack. When it
+//! has to wait, for a timer, a socket, or another task, it hands the
+//! scheduler an [`Op`] saying what it waits for and pauses; the scheduler
+//! resumes it with a [`Resume`] answer once that has happened. It is the
+//! generator model of Python's first event loops (`yield` an instruction,
+//! get the result `send`-ed back) with no `async` colouring: a pause can
+//! happen anywhere in a call chain, so `BufReader::read_line` on a socket
+//! just works inside a task.
+//!
+//! One scheduler runs per thread. It keeps tasks in a slab, ready tasks in a
+//! FIFO run queue, deadlines in a min-heap and sockets in a `mio` poll, and
+//! sleeps in the kernel until the next deadline or event.
+//!
+//! # Layout
+//!
+//! - [`op`](Op): the protocol, [`Op`] and [`Resume`].
+//! - `context`: the thread-local current scheduler and task, and [`suspend`].
+//! - `scheduler`: the task table, run queue and the loop.
+//! - `task`: [`TaskId`], [`JoinHandle`], [`JoinError`], [`Builder`], [`spawn`].
+//! - `timer`: the deadline heap.
+//! - `reactor`: `mio::Poll` and readiness dispatch.
+//! - `stack`: the pool of guarded stacks.
+//! - `time`: [`sleep`], [`sleep_until`], [`yield_now`].
+//! - [`net`]: [`TcpListener`](net::TcpListener), [`TcpStream`](net::TcpStream).
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//!
+//! let start = Instant::now();
+//! let total = yieldloop::run(|| {
+//!     let tasks: Vec<_> = (1..=3u64)
+//!         .map(|i| {
+//!             yieldloop::spawn(move || {
+//!                 yieldloop::sleep(Duration::from_millis(50 * i));
+//!                 i
+//!             })
+//!         })
+//!         .collect();
+//!     tasks.into_iter().map(|t| t.join().unwrap()).sum::<u64>()
+//! });
+//! assert_eq!(total, 6);
+//! // The three sleeps overlapped: about 150 ms in all, not 300.
+//! assert!(start.elapsed() < Duration::from_millis(290));
+//! ```
+
+mod context;
+pub mod net;
+mod op;
+mod reactor;
+mod scheduler;
+mod stack;
+mod task;
+mod time;
+mod timer;
+
+pub use context::suspend;
+pub use op::{IoId, Op, Resume};
+pub use stack::{guards_use_madvise, pool_stats, PoolStats};
+pub use task::{
+    current_id, spawn, Builder, JoinError, JoinHandle, TaskId, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
+};
+pub use time::{sleep, sleep_until, yield_now};
+
+/// Runs `f` as the main task of a new scheduler on this thread, drives the
+/// loop until `f` returns, and returns its value, like Python's
+/// `asyncio.run`.
+///
+/// When `f` returns, every task still alive is cancelled: its stack is
+/// unwound, so destructors run and its sockets close.
+///
+/// # Panics
+///
+/// - If `f` panics, the panic comes out of `run` (after the other tasks
+///   have been cancelled).
+/// - If `run` is called inside a task (use [`spawn`] there).
+/// - If the main task waits for something that can never happen (no timer,
+///   no socket and no ready task is left): a deadlock.
+///
+/// # Examples
+///
+/// ```
+/// let answer = yieldloop::run(|| {
+///     let child = yieldloop::spawn(|| 40);
+///     child.join().unwrap() + 2
+/// });
+/// assert_eq!(answer, 42);
+/// ```
+pub fn run<F, T>(f: F) -> T
+where
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
+    scheduler::run_main(f)
+}
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,169 @@
+//! `TcpListener`: accepting connections through [`Op::Accept`].
+
+use std::fmt;
+use std::io;
+use std::mem::ManuallyDrop;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+
+use super::registered::Registered;
+use super::tcp_stream::{each_addr, TcpStream};
+use crate::op::{IoId, Op, Resume};
+
+/// A listening TCP socket whose `accept` pauses only the calling task.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::io;
+/// use yieldloop::net::TcpListener;
+///
+/// yieldloop::run(|| -> io::Result<()> {
+///     let listener = TcpListener::bind("127.0.0.1:1235")?;
+///     for stream in listener.incoming() {
+///         let mut stream = stream?;
+///         yieldloop::spawn(move || {
+///             let (mut r, mut w) = (&stream, &stream);
+///             let _ = io::copy(&mut r, &mut w);
+///         });
+///     }
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
+pub struct TcpListener {
+    inner: Registered<mio::net::TcpListener>,
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("fd", &self.as_raw_fd())
+            .field("local", &self.local_addr().ok())
+            .finish()
+    }
+}
+
+impl TcpListener {
+    /// Binds to `addr` (with `SO_REUSEADDR`) and listens, trying each
+    /// address it resolves to in turn. Port 0 picks a free port; see
+    /// [`local_addr`](Self::local_addr).
+    ///
+    /// # Errors
+    ///
+    /// The system's error, e.g. [`io::ErrorKind::AddrInUse`], or
+    /// [`io::ErrorKind::Unsupported`] outside a task.
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        each_addr(addr, |a| {
+            Ok(TcpListener {
+                inner: Registered::new(mio::net::TcpListener::bind(a)?)?,
+            })
+        })
+    }
+
+    /// Wraps a listening std socket, switching it to non-blocking mode.
+    ///
+    /// # Errors
+    ///
+    /// If it cannot be made non-blocking or registered.
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(true)?;
+        Ok(TcpListener {
+            inner: Registered::new(mio::net::TcpListener::from_std(listener))?,
+        })
+    }
+
+    /// The local address, with the port the system picked for port 0.
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.io.local_addr()
+    }
+
+    /// The id the socket is registered under.
+    pub fn io_id(&self) -> IoId {
+        self.inner.id()
+    }
+
+    /// Waits for a connection and returns it with the peer's address.
+    ///
+    /// It first tries to accept at once; if none is pending, it yields
+    /// [`Op::Accept`] and the scheduler performs the accept when the
+    /// listener becomes readable.
+    ///
+    /// # Errors
+    ///
+    /// The system's error; for example `EMFILE` ("too many open files"),
+    /// after which the listener still works once descriptors free up.
+    pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        loop {
+            match self.inner.io.accept() {
+                Ok((s, addr)) => return Ok((TcpStream::from_std(s.into())?, addr)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            match crate::suspend(Op::Accept(self.inner.id(), None)) {
+                Resume::Accepted(s, addr) => return Ok((TcpStream::from_std(s)?, addr)),
+                other => other.into_io()?,
+            }
+        }
+    }
+
+    /// An endless iterator of accepted connections, for `for` loops.
+    pub fn incoming(&self) -> Incoming<'_> {
+        Incoming { listener: self }
+    }
+
+    /// Sets the IP time-to-live of accepted connections' packets.
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.inner.io.set_ttl(ttl)
+    }
+
+    /// Takes the pending socket error (`SO_ERROR`), if any.
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.inner.io.take_error()
+    }
+}
+
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.inner.io.as_raw_fd()
+    }
+}
+
+/// The iterator of [`TcpListener::incoming`]: never ends; each item is one
+/// [`accept`](TcpListener::accept).
+#[derive(Debug)]
+pub struct Incoming<'a> {
+    listener: &'a TcpListener,
+}
+
+impl Iterator for Incoming<'_> {
+    type Item = io::Result<TcpStream>;
+
+    fn next(&mut self) -> Option<io::Result<TcpStream>> {
+        Some(self.listener.accept().map(|(s, _)| s))
+    }
+}
+
+/// Accepts one connection on the listening socket `fd`, for the scheduler's
+/// side of [`Op::Accept`]. The new socket is non-blocking and close-on-exec.
+pub(crate) fn accept_raw(fd: RawFd) -> io::Result<(std::net::TcpStream, SocketAddr)> {
+    // SAFETY: `fd` comes from the reactor's table, whose entry is removed
+    // (in `Registered::drop`) before the listener's descriptor is closed, so
+    // it is open here. `ManuallyDrop` keeps this temporary from closing it.
+    let listener = ManuallyDrop::new(unsafe { mio::net::TcpListener::from_raw_fd(fd) });
+    let (stream, addr) = listener.accept()?;
+    Ok((stream.into(), addr))
+}

@@ -1,0 +1,304 @@
+//! `TcpStream`: a connected TCP socket with blocking-style calls.
+
+use std::fmt;
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use super::registered::Registered;
+use crate::op::IoId;
+
+/// A TCP connection whose reads and writes pause only the calling task.
+///
+/// It implements [`Read`] and [`Write`], also for `&TcpStream`, so one task
+/// can read while another writes through a shared reference, and it works
+/// with `BufReader`, `read_line`, `io::copy` and the rest of `std::io`.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::{BufRead, BufReader, Write};
+/// use yieldloop::net::{TcpListener, TcpStream};
+///
+/// yieldloop::run(|| -> std::io::Result<()> {
+///     let listener = TcpListener::bind("127.0.0.1:0")?;
+///     let addr = listener.local_addr()?;
+///     let server = yieldloop::spawn(move || -> std::io::Result<String> {
+///         let (stream, _) = listener.accept()?;
+///         let mut line = String::new();
+///         BufReader::new(&stream).read_line(&mut line)?;
+///         Ok(line)
+///     });
+///     let mut client = TcpStream::connect(addr)?;
+///     client.write_all(b"hello\n")?;
+///     assert_eq!(server.join().unwrap()?, "hello\n");
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
+pub struct TcpStream {
+    inner: Registered<mio::net::TcpStream>,
+}
+
+impl fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("fd", &self.as_raw_fd())
+            .field("local", &self.local_addr().ok())
+            .field("peer", &self.peer_addr().ok())
+            .finish()
+    }
+}
+
+impl TcpStream {
+    /// Opens a connection to `addr`, trying each address it resolves to in
+    /// turn, like [`std::net::TcpStream::connect`].
+    ///
+    /// The connect itself pauses only this task. Name resolution does not:
+    /// it is the system resolver's blocking call, so pass socket addresses
+    /// where latency matters.
+    ///
+    /// # Errors
+    ///
+    /// The last address's error, e.g. [`io::ErrorKind::ConnectionRefused`];
+    /// [`io::ErrorKind::TimedOut`] if a write timeout was set with … (see
+    /// [`connect_timeout`](Self::connect_timeout)).
+    ///
+    /// # Panics
+    ///
+    /// Never; outside a task it fails with [`io::ErrorKind::Unsupported`].
+    pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        each_addr(addr, |a| TcpStream::connect_one(a, None))
+    }
+
+    /// Like [`connect`](Self::connect) to one address, giving up with
+    /// [`io::ErrorKind::TimedOut`] after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As for `connect`, plus the timeout.
+    pub fn connect_timeout(addr: &SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+        TcpStream::connect_one(*addr, Some(timeout))
+    }
+
+    fn connect_one(addr: SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
+        let stream = TcpStream {
+            inner: Registered::new(mio::net::TcpStream::connect(addr)?)?,
+        };
+        stream.inner.set_write_timeout(timeout)?;
+        // A non-blocking connect completes when the socket becomes writable;
+        // then the socket error (or a peer address) tells how it went.
+        stream.inner.do_write(|s| {
+            if let Some(e) = s.take_error()? {
+                return Err(e);
+            }
+            match s.peer_addr() {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                    Err(io::ErrorKind::WouldBlock.into())
+                }
+                Err(e) => Err(e),
+            }
+        })?;
+        stream.inner.set_write_timeout(None)?;
+        Ok(stream)
+    }
+
+    /// Wraps a connected std socket, switching it to non-blocking mode.
+    ///
+    /// # Errors
+    ///
+    /// If it cannot be made non-blocking or registered (for example outside
+    /// a task).
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        Ok(TcpStream {
+            inner: Registered::new(mio::net::TcpStream::from_std(stream))?,
+        })
+    }
+
+    /// The id the socket is registered under, for hand-written
+    /// [`Op::ReadReady`](crate::Op::ReadReady)/[`Op::WriteReady`](crate::Op::WriteReady) waits.
+    pub fn io_id(&self) -> IoId {
+        self.inner.id()
+    }
+
+    /// The remote address.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::NotConnected`] once the connection is gone.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.io.peer_addr()
+    }
+
+    /// The local address.
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.io.local_addr()
+    }
+
+    /// Shuts down the read side, write side or both. Shutting down the write
+    /// side sends FIN: the peer reads end-of-file (a half-close).
+    ///
+    /// # Errors
+    ///
+    /// The system's error, e.g. when the socket is not connected.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.inner.io.shutdown(how)
+    }
+
+    /// Sets `TCP_NODELAY` (disables Nagle's algorithm when `true`).
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        self.inner.io.set_nodelay(nodelay)
+    }
+
+    /// Reads `TCP_NODELAY`.
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        self.inner.io.nodelay()
+    }
+
+    /// Makes reads fail with [`io::ErrorKind::TimedOut`] when no data comes
+    /// within `timeout` (`None`: wait forever), like std.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
+    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.inner.set_read_timeout(timeout)
+    }
+
+    /// Makes writes fail with [`io::ErrorKind::TimedOut`] when the socket
+    /// stays full for `timeout` (`None`: wait forever), like std.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
+    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.inner.set_write_timeout(timeout)
+    }
+
+    /// The read timeout.
+    ///
+    /// # Errors
+    ///
+    /// Never; `io::Result` for symmetry with std.
+    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.inner.read_timeout())
+    }
+
+    /// The write timeout.
+    ///
+    /// # Errors
+    ///
+    /// Never; `io::Result` for symmetry with std.
+    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.inner.write_timeout())
+    }
+
+    /// Takes the pending socket error (`SO_ERROR`), if any.
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.inner.io.take_error()
+    }
+
+    /// Reads into `buf` without removing the data from the socket's queue.
+    ///
+    /// # Errors
+    ///
+    /// As for `read`.
+    pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.do_read(|s| s.peek(buf))
+    }
+}
+
+impl AsRawFd for TcpStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.inner.io.as_raw_fd()
+    }
+}
+
+impl Read for &TcpStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.do_read(|mut s| s.read(buf))
+    }
+
+    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+        self.inner.do_read(|mut s| s.read_vectored(bufs))
+    }
+}
+
+impl Write for &TcpStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.do_write(|mut s| s.write(buf))
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.inner.do_write(|mut s| s.write_vectored(bufs))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        // Nothing is buffered here; data is in the kernel once written.
+        Ok(())
+    }
+}
+
+impl Read for TcpStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self).read(buf)
+    }
+
+    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+        (&*self).read_vectored(bufs)
+    }
+}
+
+impl Write for TcpStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self).write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        (&*self).write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Tries `f` on each address `addr` resolves to; returns the first success
+/// or the last error.
+pub(crate) fn each_addr<T>(
+    addr: impl ToSocketAddrs,
+    mut f: impl FnMut(SocketAddr) -> io::Result<T>,
+) -> io::Result<T> {
+    let mut last = None;
+    for a in addr.to_socket_addrs()? {
+        match f(a) {
+            Ok(v) => return Ok(v),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any addresses",
+        )
+    }))
+}

@@ -1,0 +1,126 @@
+//! The protocol between a task and its scheduler: what a task asks for when
+//! it pauses ([`Op`]) and what the scheduler answers when it resumes it
+//! ([`Resume`]).
+//!
+//! This is the generator model of `yield` and `send` made concrete. A task
+//! calls [`suspend`](crate::suspend) with an `Op`; its coroutine switches back
+//! to the scheduler, which files the task under whatever the `Op` waits for.
+//! When that happens, the scheduler resumes the coroutine, and `suspend`
+//! returns the `Resume` value it was sent.
+//!
+//! Both types are plain data: they carry ids, deadlines and owned values,
+//! never pointers into the task's stack, so nothing here outlives the pause.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use crate::task::TaskId;
+
+/// Names an I/O source registered with the current scheduler's reactor.
+///
+/// Sockets from [`net`](crate::net) register themselves when they are created
+/// and hand out their id through `io_id()`; the id is then used in
+/// [`Op::ReadReady`], [`Op::WriteReady`] and [`Op::Accept`].
+///
+/// An id carries a serial number, so an id whose source has gone away (and
+/// whose table slot may have been reused) is recognised as stale and answered
+/// with an error instead of waking on somebody else's socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IoId {
+    /// Slot in the reactor's source table; also the `mio::Token`.
+    pub(crate) key: usize,
+    /// Serial number of the registration that owns the slot.
+    pub(crate) serial: u64,
+}
+
+/// What a task asks the scheduler for when it pauses.
+///
+/// Each variant says what the scheduler does with the task and which
+/// [`Resume`] value it sends back.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Op {
+    /// Go to the back of the run queue and let every other ready task run
+    /// once. Answered with [`Resume::Ready`] on the next turn of the loop.
+    Yield,
+    /// Sleep until the given instant. The task is parked in the deadline heap
+    /// and answered with [`Resume::Ready`] once `now >= deadline`, never
+    /// earlier. A deadline already past makes this the same as [`Op::Yield`].
+    Wait(Instant),
+    /// Wait until the source may be readable (or has hung up or failed).
+    /// Answered with [`Resume::Ready`]; the task must then retry its read,
+    /// which may still report `WouldBlock` (readiness is a hint). With a
+    /// deadline, answered with [`Resume::TimedOut`] if it passes first. A
+    /// stale id is answered with [`Resume::Err`].
+    ReadReady(IoId, Option<Instant>),
+    /// Wait until the source may be writable (or has hung up or failed). The
+    /// same answers as [`Op::ReadReady`]. A non-blocking `connect` finishes
+    /// with this op.
+    WriteReady(IoId, Option<Instant>),
+    /// Wait for a connection on a listening socket and accept it. The
+    /// scheduler performs the `accept` itself when the listener becomes
+    /// readable and answers with [`Resume::Accepted`]; a failed accept (for
+    /// example `EMFILE`) is answered with [`Resume::Err`]. With a deadline,
+    /// answered with [`Resume::TimedOut`] if it passes first.
+    Accept(IoId, Option<Instant>),
+    /// Wait until the task ends, however it ends. Answered with
+    /// [`Resume::Ready`] at once if it has ended already; the outcome itself
+    /// is collected from the [`JoinHandle`](crate::JoinHandle).
+    Join(TaskId),
+}
+
+/// What the scheduler sends back when it resumes a task.
+#[non_exhaustive]
+pub enum Resume {
+    /// What the task waited for has happened (or, for readiness, may have).
+    Ready,
+    /// A connection accepted for an [`Op::Accept`]: the socket, already in
+    /// non-blocking mode, and the peer's address.
+    Accepted(std::net::TcpStream, SocketAddr),
+    /// The deadline given with the op passed before the op completed.
+    TimedOut,
+    /// The wait was abandoned because the task is being torn down; the task
+    /// should return (or let its stack unwind) without waiting again. This is
+    /// also what [`suspend`](crate::suspend) answers, without pausing, when it
+    /// is called while the task is unwinding from a panic.
+    Cancelled,
+    /// The op failed.
+    Err(io::Error),
+}
+
+impl fmt::Debug for Resume {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Resume::Ready => f.write_str("Ready"),
+            Resume::Accepted(_, addr) => write!(f, "Accepted({addr})"),
+            Resume::TimedOut => f.write_str("TimedOut"),
+            Resume::Cancelled => f.write_str("Cancelled"),
+            Resume::Err(e) => write!(f, "Err({e})"),
+        }
+    }
+}
+
+impl Resume {
+    /// Turns the answer to a readiness wait into an `io::Result`:
+    /// `Ready` is `Ok`, `TimedOut` is [`io::ErrorKind::TimedOut`],
+    /// `Cancelled` is [`io::ErrorKind::Interrupted`], `Err(e)` is `e`.
+    pub fn into_io(self) -> io::Result<()> {
+        match self {
+            Resume::Ready => Ok(()),
+            Resume::TimedOut => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "yieldloop: the operation timed out",
+            )),
+            Resume::Cancelled => Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "yieldloop: the task is being cancelled",
+            )),
+            Resume::Err(e) => Err(e),
+            Resume::Accepted(..) => Err(io::Error::other(
+                "yieldloop: unexpected Accepted answer to a readiness wait",
+            )),
+        }
+    }
+}

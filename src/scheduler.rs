@@ -1,0 +1,481 @@
+//! The scheduler: one per thread, it owns every task on that thread and runs
+//! the loop.
+//!
+//! ```text
+//!   ┌─▶ run every task that is ready now, once, in FIFO order
+//!   │        each runs until it yields an Op; the Op files it under a
+//!   │        timer, a socket, another task, or back in the run queue
+//!   │   poll the kernel: don't wait if tasks are ready, else until the
+//!   │        next deadline, else until an event (0% CPU while idle)
+//!   │   wake the tasks whose sockets became ready
+//!   └── wake the tasks whose deadlines are due (deadline <= now)
+//! ```
+//!
+//! The scheduler state sits in a `RefCell` reached through the thread-local
+//! in [`context`](crate::context). A running task is taken out of the task
+//! table while it runs, and no borrow of the state is held across a resume,
+//! so a task can spawn, wake and cancel other tasks freely.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::RawFd;
+use std::panic;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use corosensei::CoroutineResult;
+use slab::Slab;
+
+use crate::context;
+use crate::op::{IoId, Op, Resume};
+use crate::reactor::{Dir, Reactor, Readiness};
+use crate::stack::PooledStack;
+use crate::task::{self, JoinHandle, Task, TaskCoroutine, TaskId, Waiter};
+use crate::timer::{Fire, Timers};
+
+/// Gives every scheduler a process-wide unique id, so a socket registered
+/// with one never touches another's tables.
+static NEXT_SCHEDULER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One thread's scheduler.
+#[derive(Debug)]
+pub(crate) struct Scheduler {
+    /// Unique in the process.
+    pub(crate) id: u64,
+    core: RefCell<Core>,
+    /// Readiness collected by the last poll; kept to reuse its allocation.
+    ready_buf: RefCell<Vec<Readiness>>,
+}
+
+/// The scheduler's mutable state.
+#[derive(Debug)]
+struct Core {
+    tasks: TaskTable,
+    timers: Timers,
+    reactor: Reactor,
+}
+
+/// The live tasks and the run queue: everything a wake-up touches.
+#[derive(Debug, Default)]
+struct TaskTable {
+    slab: Slab<Task>,
+    /// Tasks ready to run, by slot and serial (a slot may be reused while an
+    /// entry for its old task is still queued; the serial tells).
+    /// # Invariant
+    /// A live task is queued at most once: it is queued only on the move
+    /// from `wait != 0` to `wait == 0`, or right after it yields `Op::Yield`.
+    run_queue: VecDeque<(usize, u64)>,
+    next_serial: u64,
+    next_token: u64,
+}
+
+impl TaskTable {
+    fn is_waiting(&self, w: Waiter) -> bool {
+        self.slab.get(w.key).is_some_and(|t| t.wait == w.token)
+    }
+
+    /// Wakes `w` with `value` if it is still in that wait. Returns whether
+    /// it did, and whether the wait had a timer armed (now stale).
+    fn wake(&mut self, w: Waiter, value: Resume) -> (bool, bool) {
+        match self.slab.get_mut(w.key) {
+            Some(t) if t.wait == w.token => {
+                t.wait = 0;
+                t.resume = Some(value);
+                self.run_queue.push_back((w.key, t.id.serial));
+                (true, std::mem::take(&mut t.timer_armed))
+            }
+            _ => (false, false),
+        }
+    }
+}
+
+impl Core {
+    /// Wakes a waiter by something other than its timer.
+    fn wake(&mut self, w: Waiter, value: Resume) {
+        let (_, had_timer) = self.tasks.wake(w, value);
+        if had_timer {
+            let tasks = &self.tasks;
+            self.timers.mark_stale(|x| tasks.is_waiting(x));
+        }
+    }
+
+    /// Files a task that just yielded `op`.
+    fn file(&mut self, key: usize, op: Op) {
+        self.tasks.next_token += 1;
+        let token = self.tasks.next_token;
+        let task = &mut self.tasks.slab[key];
+        let serial = task.id.serial;
+        let waiter = Waiter { key, token };
+        task.wait = token;
+        let (dir, io, deadline) = match op {
+            Op::Yield => {
+                task.wait = 0;
+                task.resume = Some(Resume::Ready);
+                self.tasks.run_queue.push_back((key, serial));
+                return;
+            }
+            Op::Wait(deadline) => {
+                task.timer_armed = true;
+                self.timers.insert(deadline, waiter, Fire::Ready);
+                return;
+            }
+            Op::Join(target) => {
+                match self.tasks.slab.get_mut(target.key) {
+                    Some(t) if t.id == target && target.key != key => t.joiners.push(waiter),
+                    // Ended already (or joining itself, which could never
+                    // end): answer at once.
+                    _ => self.wake(waiter, Resume::Ready),
+                }
+                return;
+            }
+            Op::ReadReady(io, d) => (Dir::Read, io, d),
+            Op::WriteReady(io, d) => (Dir::Write, io, d),
+            Op::Accept(io, d) => (Dir::Accept, io, d),
+        };
+        match self.reactor.add_waiter(io, dir, waiter) {
+            Ok(()) => {
+                if let Some(deadline) = deadline {
+                    self.tasks.slab[key].timer_armed = true;
+                    self.timers.insert(deadline, waiter, Fire::TimedOut);
+                }
+            }
+            Err(e) => self.wake(waiter, Resume::Err(e)),
+        }
+    }
+
+    /// Wakes the tasks waiting on one source that became ready.
+    fn dispatch(&mut self, r: Readiness) {
+        let Some(src) = self.reactor.sources.get_mut(r.key) else {
+            return;
+        };
+        let fd = src.fd;
+        let readers = if r.read {
+            std::mem::take(&mut src.readers)
+        } else {
+            Vec::new()
+        };
+        let writers = if r.write {
+            std::mem::take(&mut src.writers)
+        } else {
+            Vec::new()
+        };
+        let mut still_waiting = Vec::new();
+        for (w, dir) in readers {
+            if dir == Dir::Accept {
+                if !self.tasks.is_waiting(w) {
+                    continue;
+                }
+                match accept_on(fd) {
+                    Ok((stream, addr)) => self.wake(w, Resume::Accepted(stream, addr)),
+                    // Another acceptor (or a spurious event) took it.
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => still_waiting.push((w, dir)),
+                    Err(e) => self.wake(w, Resume::Err(e)),
+                }
+            } else {
+                self.wake(w, Resume::Ready);
+            }
+        }
+        for w in writers {
+            self.wake(w, Resume::Ready);
+        }
+        if !still_waiting.is_empty() {
+            if let Some(src) = self.reactor.sources.get_mut(r.key) {
+                src.readers.extend(still_waiting);
+            }
+        }
+    }
+
+    /// Wakes every task whose deadline is due at `now`.
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(entry) = self.timers.pop_due(now) {
+            let value = match entry.fire {
+                Fire::Ready => Resume::Ready,
+                Fire::TimedOut => Resume::TimedOut,
+            };
+            let (woken, _) = self.tasks.wake(entry.waiter, value);
+            if !woken {
+                self.timers.popped_stale();
+            }
+        }
+    }
+
+    /// How long the next poll may block.
+    fn poll_timeout(&mut self, now: Instant) -> Option<Duration> {
+        if !self.tasks.run_queue.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        let tasks = &self.tasks;
+        self.timers
+            .next_deadline(|w| tasks.is_waiting(w))
+            .map(|d| d.saturating_duration_since(now))
+    }
+
+    /// Removes a task from the table, wakes its joiners and hands back its
+    /// coroutine (if it is not the running one) to be dropped by the caller
+    /// *after* the borrow of the core ends: dropping a suspended coroutine
+    /// unwinds it, and its destructors may reach the scheduler.
+    fn remove(&mut self, key: usize) -> Option<TaskCoroutine> {
+        let task = self.tasks.slab.try_remove(key)?;
+        if task.timer_armed && task.wait != 0 {
+            let tasks = &self.tasks;
+            self.timers.mark_stale(|x| tasks.is_waiting(x));
+        }
+        let mut task = task;
+        for w in std::mem::take(&mut task.joiners) {
+            self.wake(w, Resume::Ready);
+        }
+        task.co.take()
+    }
+}
+
+/// Accepts one connection on the listening socket `fd`.
+fn accept_on(fd: RawFd) -> io::Result<(std::net::TcpStream, std::net::SocketAddr)> {
+    crate::net::accept_raw(fd)
+}
+
+impl Scheduler {
+    pub(crate) fn new() -> io::Result<Scheduler> {
+        Ok(Scheduler {
+            id: NEXT_SCHEDULER_ID.fetch_add(1, Ordering::Relaxed),
+            core: RefCell::new(Core {
+                tasks: TaskTable::default(),
+                timers: Timers::default(),
+                reactor: Reactor::new()?,
+            }),
+            ready_buf: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// Spawns a task; it is queued to run after the tasks already ready.
+    pub(crate) fn spawn<F, T>(
+        &self,
+        name: Option<Rc<str>>,
+        stack_size: usize,
+        f: F,
+    ) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + 'static,
+        T: 'static,
+    {
+        let stack = PooledStack::take(stack_size)?;
+        let mut core = self.core.borrow_mut();
+        let tasks = &mut core.tasks;
+        tasks.next_serial += 1;
+        let entry = tasks.slab.vacant_entry();
+        let id = TaskId {
+            key: entry.key(),
+            serial: tasks.next_serial,
+        };
+        let (co, slot) = task::make_task(id, stack, f);
+        entry.insert(Task {
+            id,
+            name,
+            co: Some(co),
+            wait: 0,
+            timer_armed: false,
+            resume: None,
+            joiners: Vec::new(),
+            cancel_requested: false,
+        });
+        tasks.run_queue.push_back((id.key, id.serial));
+        Ok(JoinHandle::new(id, slot))
+    }
+
+    /// Cancels a task: see [`JoinHandle::cancel`].
+    pub(crate) fn cancel(&self, id: TaskId) {
+        let co = {
+            let mut core = self.core.borrow_mut();
+            match core.tasks.slab.get_mut(id.key) {
+                Some(t) if t.id == id => {
+                    if t.co.is_none() {
+                        // It is the running task: tear it down at its next pause.
+                        t.cancel_requested = true;
+                        return;
+                    }
+                }
+                _ => return,
+            }
+            core.remove(id.key)
+        };
+        if let Some(co) = co {
+            context::drop_task(co, id);
+        }
+    }
+
+    /// Registers an I/O source with this scheduler's reactor.
+    pub(crate) fn register(
+        &self,
+        source: &mut impl mio::event::Source,
+        fd: RawFd,
+    ) -> io::Result<IoId> {
+        self.core.borrow_mut().reactor.register(source, fd)
+    }
+
+    /// Deregisters an I/O source; tasks still waiting on it get an error.
+    pub(crate) fn deregister(&self, id: IoId, source: &mut impl mio::event::Source) {
+        let mut core = self.core.borrow_mut();
+        for w in core.reactor.deregister(id, source) {
+            core.wake(
+                w,
+                Resume::Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "yieldloop: the socket was closed while a task waited on it",
+                )),
+            );
+        }
+    }
+
+    /// Runs one queued task until it pauses or ends.
+    fn run_one(&self, key: usize, serial: u64) {
+        let (mut co, value, id) = {
+            let mut core = self.core.borrow_mut();
+            let Some(t) = core.tasks.slab.get_mut(key) else {
+                return;
+            };
+            if t.id.serial != serial || t.wait != 0 {
+                return;
+            }
+            let Some(co) = t.co.take() else { return };
+            (co, t.resume.take().unwrap_or(Resume::Ready), t.id)
+        };
+        let result = panic::catch_unwind(panic::AssertUnwindSafe(|| {
+            context::resume_task(&mut co, id, value)
+        }));
+        let mut core = self.core.borrow_mut();
+        match result {
+            Ok(CoroutineResult::Yield(op)) => {
+                let task = &mut core.tasks.slab[key];
+                if task.cancel_requested {
+                    core.remove(key);
+                    drop(core);
+                    context::drop_task(co, id);
+                } else {
+                    task.co = Some(co);
+                    core.file(key, op);
+                }
+            }
+            Ok(CoroutineResult::Return(())) => {
+                core.remove(key);
+                drop(core);
+                // The coroutine is done: dropping it only returns its stack.
+                drop(co);
+            }
+            Err(payload) => {
+                // The task's body catches its panics, so this is a panic in
+                // the runtime itself while it ran the task: the task is gone,
+                // the others go on.
+                core.remove(key);
+                drop(core);
+                drop(co);
+                eprintln!(
+                    "yieldloop: internal error while running task {id}: {}",
+                    payload
+                        .downcast_ref::<&str>()
+                        .copied()
+                        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                        .unwrap_or("<non-string panic>")
+                );
+            }
+        }
+    }
+
+    /// Runs the loop until `done()` says so.
+    pub(crate) fn run_until(&self, done: impl Fn() -> bool) {
+        let mut ready = std::mem::take(&mut *self.ready_buf.borrow_mut());
+        loop {
+            // 1. Run every task that is ready now, once. Tasks they wake or
+            //    spawn wait for the next turn, so the poll below is never
+            //    starved by tasks that keep yielding.
+            let batch = self.core.borrow().tasks.run_queue.len();
+            for _ in 0..batch {
+                let next = self.core.borrow_mut().tasks.run_queue.pop_front();
+                let Some((key, serial)) = next else { break };
+                self.run_one(key, serial);
+                if done() {
+                    *self.ready_buf.borrow_mut() = ready;
+                    return;
+                }
+            }
+            // 2. Sleep in the kernel until an event or the next deadline.
+            let mut core = self.core.borrow_mut();
+            let timeout = core.poll_timeout(Instant::now());
+            if timeout.is_none() && core.reactor.sources.is_empty() {
+                // No timer, no socket, no ready task: nothing can ever wake
+                // the tasks that are left. Return; the caller reports it.
+                *self.ready_buf.borrow_mut() = ready;
+                return;
+            }
+            ready.clear();
+            if let Err(e) = core.reactor.poll(timeout, &mut ready) {
+                panic!("yieldloop: polling for I/O events failed: {e}");
+            }
+            // 3. Wake the tasks whose sockets are ready …
+            for r in ready.iter().copied() {
+                core.dispatch(r);
+            }
+            // 4. … and those whose deadlines are due.
+            core.fire_timers(Instant::now());
+        }
+    }
+
+    /// Tears down every task still alive, unwinding their stacks, until none
+    /// is left (destructors may spawn more).
+    pub(crate) fn shutdown(&self) {
+        loop {
+            let doomed: Vec<(TaskId, TaskCoroutine)> = {
+                let mut core = self.core.borrow_mut();
+                let keys: Vec<usize> = core.tasks.slab.iter().map(|(k, _)| k).collect();
+                keys.into_iter()
+                    .filter_map(|k| {
+                        let id = core.tasks.slab[k].id;
+                        core.remove(k).map(|co| (id, co))
+                    })
+                    .collect()
+            };
+            if doomed.is_empty() && self.core.borrow().tasks.slab.is_empty() {
+                break;
+            }
+            for (id, co) in doomed {
+                context::drop_task(co, id);
+            }
+        }
+        self.core.borrow_mut().tasks.run_queue.clear();
+    }
+}
+
+/// Runs `f` as the main task of a new scheduler on this thread.
+pub(crate) fn run_main<F, T>(f: F) -> T
+where
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
+    let sched = match Scheduler::new() {
+        Ok(s) => Rc::new(s),
+        Err(e) => panic!("yieldloop::run: cannot create the event loop: {e}"),
+    };
+    let guard = context::install(sched.clone());
+    let main = match sched.spawn(Some(Rc::from("main")), task::DEFAULT_STACK_SIZE, f) {
+        Ok(h) => h,
+        Err(e) => panic!("yieldloop::run: cannot start the main task: {e}"),
+    };
+    let finished = Cell::new(false);
+    sched.run_until(|| {
+        finished.set(main.is_finished());
+        finished.get()
+    });
+    sched.shutdown();
+    drop(guard);
+    if !main.is_finished() {
+        panic!(
+            "yieldloop::run: the main task can never finish: it waits for something \
+             no other task or event can provide (a deadlock)"
+        );
+    }
+    match main.join() {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("yieldloop::run: the main task was cancelled ({e})"),
+    }
+}

@@ -1,0 +1,299 @@
+//! The guarded stack pool.
+//!
+//! Every task runs on its own stack, and every stack needs a guard page below
+//! it so that an overflow faults instead of silently overwriting a neighbour
+//! (corosensei's `Stack` contract). Mapping each stack with its own `mmap` and
+//! `mprotect`-ing its guard costs two kernel mappings per stack, and the
+//! default `vm.max_map_count` of 65,530 then stops a process near 32,000
+//! tasks. So stacks are carved from large chunks instead:
+//!
+//! ```text
+//!  one chunk (one mapping, MAP_NORESERVE: only touched pages cost memory)
+//!  ┌───────┬──────────────┬───────┬──────────────┬───────┬─────
+//!  │ guard │   stack 0    │ guard │   stack 1    │ guard │ ...
+//!  └───────┴──────────────┴───────┴──────────────┴───────┴─────
+//!  low addresses                          stacks grow downwards ◀──
+//! ```
+//!
+//! Guards are installed with `madvise(MADV_GUARD_INSTALL)` (Linux 6.13+),
+//! which marks pages as faulting without splitting the mapping, so a chunk
+//! stays one mapping however many stacks it holds. On older kernels the pool
+//! falls back to `mprotect(PROT_NONE)`, which splits the mapping in two per
+//! stack; running out of mappings is then reported with the sysctl to raise.
+//!
+//! Finished stacks go back to a per-thread free list and are reused by the
+//! next spawn of the same size without any system call. Above a watermark,
+//! returned stacks also give their memory back to the kernel.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::num::NonZeroUsize;
+use std::ptr;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use corosensei::stack::{Stack, StackPointer};
+
+/// `MADV_GUARD_INSTALL`, Linux 6.13+; not yet in every libc release.
+const MADV_GUARD_INSTALL: libc::c_int = 102;
+
+/// Bytes of stacks (guards included) mapped at once, at most.
+const CHUNK_BYTES: usize = 16 * 1024 * 1024;
+/// Stacks per chunk, at most: small stacks still come in bounded batches.
+const MAX_PER_CHUNK: usize = 64;
+/// Free stacks of one size kept with their memory; stacks returned beyond
+/// this many are handed back to the kernel with `MADV_DONTNEED` first.
+const WARM_WATERMARK: usize = 1024;
+
+/// How guards are installed, decided by the first chunk and then kept.
+static GUARD_MODE: AtomicU8 = AtomicU8::new(GUARD_UNKNOWN);
+const GUARD_UNKNOWN: u8 = 0;
+const GUARD_MADVISE: u8 = 1;
+const GUARD_MPROTECT: u8 = 2;
+
+/// The system page size.
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 {
+        size as usize
+    } else {
+        4096
+    }
+}
+
+/// Rounds a requested stack size to what the pool hands out.
+pub(crate) fn round_size(bytes: usize) -> usize {
+    let page = page_size();
+    let bytes = bytes.clamp(crate::task::MIN_STACK_SIZE, 1 << 40);
+    bytes.div_ceil(page) * page
+}
+
+/// A stack from the pool: `[limit, base)` with a guard page just below
+/// `limit + page`. Goes back to its thread's pool when dropped.
+#[derive(Debug)]
+pub(crate) struct PooledStack {
+    /// Highest address (the stack grows down from here).
+    base: usize,
+    /// Usable size in bytes, excluding the guard page.
+    size: usize,
+}
+
+impl PooledStack {
+    /// Takes a stack of (at least) `bytes` bytes from this thread's pool.
+    pub(crate) fn take(bytes: usize) -> io::Result<PooledStack> {
+        let size = round_size(bytes);
+        POOL.with(|p| p.borrow_mut().take(size))
+    }
+}
+
+// SAFETY: `base` and `limit` bound a mapping of `size` readable, writable
+// bytes that this value owns exclusively until it is dropped, with a guard
+// page (MADV_GUARD_INSTALL or PROT_NONE) directly below; both are page
+// aligned, which satisfies STACK_ALIGNMENT, and size >= MIN_STACK_SIZE.
+unsafe impl Stack for PooledStack {
+    fn base(&self) -> StackPointer {
+        NonZeroUsize::new(self.base).expect("stack base is never null")
+    }
+
+    fn limit(&self) -> StackPointer {
+        // The limit includes the guard page below the usable area.
+        NonZeroUsize::new(self.base - self.size - page_size()).expect("stack limit is never null")
+    }
+}
+
+impl Drop for PooledStack {
+    fn drop(&mut self) {
+        let stack = FreeStack {
+            base: self.base,
+            size: self.size,
+        };
+        // If the thread's pool is already gone (thread exit), the memory
+        // stays mapped: leaking it is the safe choice.
+        let _ = POOL.try_with(|p| {
+            if let Ok(mut pool) = p.try_borrow_mut() {
+                pool.put(stack);
+            }
+        });
+    }
+}
+
+/// A stack in a free list.
+#[derive(Debug, Clone, Copy)]
+struct FreeStack {
+    base: usize,
+    size: usize,
+}
+
+/// Counters of one thread's pool, for benchmarks and reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Chunks mapped so far.
+    pub chunks: usize,
+    /// Stacks carved so far.
+    pub carved: usize,
+    /// Stacks now in free lists.
+    pub free: usize,
+    /// Free stacks whose memory was given back to the kernel.
+    pub trimmed: usize,
+}
+
+/// One thread's pool: free lists keyed by stack size.
+#[derive(Debug, Default)]
+struct Pool {
+    /// Stacks ready for reuse, by size. The most recently freed come first
+    /// out (LIFO), since their pages are most likely still resident.
+    free: HashMap<usize, VecDeque<FreeStack>>,
+    stats: PoolStats,
+}
+
+thread_local! {
+    static POOL: RefCell<Pool> = RefCell::new(Pool::default());
+}
+
+/// This thread's pool counters.
+pub fn pool_stats() -> PoolStats {
+    POOL.with(|p| {
+        let p = p.borrow();
+        let mut s = p.stats;
+        s.free = p.free.values().map(VecDeque::len).sum();
+        s
+    })
+}
+
+impl Pool {
+    fn take(&mut self, size: usize) -> io::Result<PooledStack> {
+        let list = self.free.entry(size).or_default();
+        if list.is_empty() {
+            let carved = map_chunk(size, list)?;
+            self.stats.chunks += 1;
+            self.stats.carved += carved;
+        }
+        let s = self
+            .free
+            .get_mut(&size)
+            .and_then(VecDeque::pop_back)
+            .expect("chunk just carved");
+        Ok(PooledStack {
+            base: s.base,
+            size: s.size,
+        })
+    }
+
+    fn put(&mut self, stack: FreeStack) {
+        let list = self.free.entry(stack.size).or_default();
+        if list.len() >= WARM_WATERMARK {
+            // SAFETY: the range is the usable part of a stack this pool
+            // owns and nobody runs on; MADV_DONTNEED only drops its pages
+            // (they read back as zero), leaving the guard page in place.
+            unsafe {
+                libc::madvise(
+                    (stack.base - stack.size) as *mut libc::c_void,
+                    stack.size,
+                    libc::MADV_DONTNEED,
+                );
+            }
+            self.stats.trimmed += 1;
+            // Trimmed stacks go to the cold end, warm ones stay on top.
+            list.push_front(stack);
+        } else {
+            list.push_back(stack);
+        }
+    }
+}
+
+/// Maps one chunk of stacks of `size` bytes and pushes them onto `list`.
+/// Returns how many were carved.
+fn map_chunk(size: usize, list: &mut VecDeque<FreeStack>) -> io::Result<usize> {
+    let page = page_size();
+    let slot = size + page;
+    let count = (CHUNK_BYTES / slot).clamp(1, MAX_PER_CHUNK);
+    let len = slot * count;
+    // SAFETY: an anonymous private mapping at an address of the kernel's
+    // choosing touches no existing memory.
+    let addr = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return Err(mapping_error(
+            "mmap of a stack chunk",
+            io::Error::last_os_error(),
+        ));
+    }
+    let start = addr as usize;
+    for i in 0..count {
+        if let Err(e) = install_guard(start + i * slot, page) {
+            // SAFETY: the chunk was mapped above and no stack from it has
+            // been handed out yet.
+            unsafe { libc::munmap(addr, len) };
+            return Err(mapping_error("installing a stack guard page", e));
+        }
+    }
+    // Push in reverse so the lowest stack is handed out first.
+    for i in (0..count).rev() {
+        list.push_back(FreeStack {
+            base: start + i * slot + slot,
+            size,
+        });
+    }
+    Ok(count)
+}
+
+/// Makes the page at `addr` fault on any access.
+fn install_guard(addr: usize, page: usize) -> io::Result<()> {
+    let mode = GUARD_MODE.load(Ordering::Relaxed);
+    if mode != GUARD_MPROTECT {
+        // SAFETY: `addr` is a page of a mapping we own and no one uses yet.
+        let r = unsafe { libc::madvise(addr as *mut libc::c_void, page, MADV_GUARD_INSTALL) };
+        if r == 0 {
+            GUARD_MODE.store(GUARD_MADVISE, Ordering::Relaxed);
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        // An unknown advice value means an older kernel: fall back for good.
+        if mode == GUARD_MADVISE || err.raw_os_error() != Some(libc::EINVAL) {
+            return Err(err);
+        }
+        GUARD_MODE.store(GUARD_MPROTECT, Ordering::Relaxed);
+    }
+    // SAFETY: as above; PROT_NONE on our own unused page.
+    let r = unsafe { libc::mprotect(addr as *mut libc::c_void, page, libc::PROT_NONE) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// True if guard pages are installed with `MADV_GUARD_INSTALL` (one mapping
+/// per chunk), false if with `mprotect` (two mappings per stack) or not yet
+/// known.
+pub fn guards_use_madvise() -> bool {
+    GUARD_MODE.load(Ordering::Relaxed) == GUARD_MADVISE
+}
+
+/// Wraps a mapping failure with what to do about it.
+fn mapping_error(what: &str, err: io::Error) -> io::Error {
+    if err.raw_os_error() == Some(libc::ENOMEM) {
+        let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into());
+        io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!(
+                "yieldloop: {what} failed: out of memory or out of memory mappings \
+                 (vm.max_map_count = {limit}); raise it with \
+                 `sysctl -w vm.max_map_count=N` or use fewer or smaller stacks"
+            ),
+        )
+    } else {
+        io::Error::new(err.kind(), format!("yieldloop: {what} failed: {err}"))
+    }
+}

@@ -1,0 +1,80 @@
+//! Time: sleeping and yielding, built on [`Op::Wait`] and [`Op::Yield`].
+
+use std::time::{Duration, Instant};
+
+use crate::context::suspend;
+use crate::op::Op;
+
+/// Pauses the calling task for at least `duration`; other tasks run
+/// meanwhile.
+///
+/// # Precision
+///
+/// The task is never woken before the deadline; it may wake later, by the
+/// poll's timer granularity (a millisecond) plus however long the tasks ahead
+/// of it in the run queue take.
+///
+/// # Panics
+///
+/// Panics when called outside a task.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// yieldloop::run(|| {
+///     let start = Instant::now();
+///     yieldloop::sleep(Duration::from_millis(20));
+///     assert!(start.elapsed() >= Duration::from_millis(20));
+/// });
+/// ```
+pub fn sleep(duration: Duration) {
+    // A duration too large to add is as good as forever.
+    let deadline = Instant::now()
+        .checked_add(duration)
+        .unwrap_or_else(far_future);
+    sleep_until(deadline);
+}
+
+/// Pauses the calling task until `deadline`; a deadline already past only
+/// yields. The same precision as [`sleep`].
+///
+/// # Panics
+///
+/// Panics when called outside a task.
+pub fn sleep_until(deadline: Instant) {
+    // The answer is Ready, or Cancelled while unwinding: either way the
+    // sleep is over.
+    let _ = suspend(Op::Wait(deadline));
+}
+
+/// Lets every other ready task run once, then continues: the `yield` of the
+/// round-robin scheduler.
+///
+/// # Panics
+///
+/// Panics when called outside a task.
+///
+/// # Examples
+///
+/// ```
+/// use std::{cell::RefCell, rc::Rc};
+/// yieldloop::run(|| {
+///     let log = Rc::new(RefCell::new(Vec::new()));
+///     let l = log.clone();
+///     let other = yieldloop::spawn(move || l.borrow_mut().push("other"));
+///     log.borrow_mut().push("main");
+///     yieldloop::yield_now();
+///     log.borrow_mut().push("main again");
+///     other.join().unwrap();
+///     assert_eq!(*log.borrow(), ["main", "other", "main again"]);
+/// });
+/// ```
+pub fn yield_now() {
+    let _ = suspend(Op::Yield);
+}
+
+/// An instant about thirty years from now: "never", for deadline arithmetic.
+pub(crate) fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
+}
