@@ -20,8 +20,9 @@
 //! - `scheduler`: the task table, run queue and the loop.
 //! - `task`: [`TaskId`], [`JoinHandle`], [`JoinError`], [`Builder`], [`spawn`].
 //! - `timer`: the deadline heap.
-//! - `reactor`: `mio::Poll` and readiness dispatch.
+//! - `reactor`: `mio::Poll` and readiness dispatch; `timerfd`: precise wake-ups.
 //! - `stack`: the pool of guarded stacks.
+//! - `park`: [`ParkToken`], the building block of waiting primitives.
 //! - `time`: [`sleep`], [`sleep_until`], [`yield_now`].
 //! - [`net`]: [`TcpListener`](net::TcpListener), [`TcpStream`](net::TcpStream).
 //!
@@ -50,15 +51,18 @@
 mod context;
 pub mod net;
 mod op;
+mod park;
 mod reactor;
 mod scheduler;
 mod stack;
 mod task;
 mod time;
 mod timer;
+mod timerfd;
 
 pub use context::suspend;
 pub use op::{IoId, Op, Resume};
+pub use park::{park, park_token, ParkToken, RemoteUnparker};
 pub use stack::{guards_use_madvise, pool_stats, PoolStats};
 pub use task::{
     current_id, spawn, Builder, JoinError, JoinHandle, TaskId, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,

@@ -69,6 +69,12 @@ pub enum Op {
     /// [`Resume::Ready`] at once if it has ended already; the outcome itself
     /// is collected from the [`JoinHandle`](crate::JoinHandle).
     Join(TaskId),
+    /// Park until the [`ParkToken`](crate::ParkToken) is unparked (answered
+    /// with [`Resume::Ready`]) or the deadline passes ([`Resume::TimedOut`]).
+    /// The building block of channels, mutexes and other waiting
+    /// primitives; see [`park`](crate::park). A token that does not belong to
+    /// the calling task is answered with [`Resume::Err`].
+    Park(crate::park::ParkToken, Option<Instant>),
 }
 
 /// What the scheduler sends back when it resumes a task.

@@ -16,7 +16,14 @@ use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
 use crate::op::IoId;
+use crate::park::RemoteQueue;
 use crate::task::Waiter;
+use crate::timerfd::TimerFd;
+
+/// Token of the precise-timer `timerfd`; slab keys never come near it.
+pub(crate) const TIMER_KEY: usize = usize::MAX - 1;
+/// Token of the cross-thread `mio::Waker`.
+pub(crate) const WAKER_KEY: usize = usize::MAX - 2;
 
 /// Which way a task waits on a source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,16 +63,61 @@ pub(crate) struct Reactor {
     events: Events,
     pub(crate) sources: Slab<Source>,
     next_serial: u64,
+    /// The precise timer, when the kernel gave us one.
+    timer: Option<TimerFd>,
+    /// The deadline the timer is armed for.
+    timer_deadline: Option<std::time::Instant>,
+    /// Wake-ups from other threads; created on first use.
+    remote: Option<std::sync::Arc<RemoteQueue>>,
 }
 
 impl Reactor {
     pub(crate) fn new() -> io::Result<Reactor> {
+        let poll = Poll::new()?;
+        // Without a timerfd the loop still works, with millisecond wake-ups.
+        let timer = TimerFd::new().ok().and_then(|t| {
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&t);
+            poll.registry()
+                .register(
+                    &mut mio::unix::SourceFd(&fd),
+                    Token(TIMER_KEY),
+                    Interest::READABLE,
+                )
+                .ok()
+                .map(|()| t)
+        });
         Ok(Reactor {
-            poll: Poll::new()?,
+            poll,
             events: Events::with_capacity(1024),
             sources: Slab::new(),
             next_serial: 1,
+            timer,
+            timer_deadline: None,
+            remote: None,
         })
+    }
+
+    /// The queue other threads use to wake tasks here, created on first use.
+    pub(crate) fn remote_queue(&mut self) -> io::Result<std::sync::Arc<RemoteQueue>> {
+        if let Some(q) = &self.remote {
+            return Ok(q.clone());
+        }
+        let waker = mio::Waker::new(self.poll.registry(), Token(WAKER_KEY))?;
+        let q = std::sync::Arc::new(RemoteQueue::new(waker));
+        self.remote = Some(q.clone());
+        Ok(q)
+    }
+
+    /// The remote queue, if one was ever made.
+    pub(crate) fn remote(&self) -> Option<&std::sync::Arc<RemoteQueue>> {
+        self.remote.as_ref()
+    }
+
+    /// True while another thread holds a way to wake this scheduler.
+    pub(crate) fn has_remote_handles(&self) -> bool {
+        self.remote
+            .as_ref()
+            .is_some_and(|q| std::sync::Arc::strong_count(q) > 1)
     }
 
     /// Registers `source` (whose descriptor is `fd`) for read and write
@@ -136,13 +188,37 @@ impl Reactor {
         Ok(())
     }
 
-    /// Waits for events, at most `timeout` (`None`: until one arrives), and
+    /// Waits for events until `deadline` (`None`: until one arrives), and
     /// appends what became ready to `out`.
+    ///
+    /// A deadline in the future arms the `timerfd` for it (unless already
+    /// armed for it or earlier) and polls without a timeout, so the wake-up
+    /// comes within microseconds of the deadline, not at the next whole
+    /// millisecond.
     pub(crate) fn poll(
         &mut self,
-        timeout: Option<Duration>,
+        deadline: Option<std::time::Instant>,
+        now: std::time::Instant,
         out: &mut Vec<Readiness>,
     ) -> io::Result<()> {
+        let timeout = match deadline {
+            // Due already: just collect what is ready.
+            Some(d) if d <= now => Some(Duration::ZERO),
+            Some(d) => match &mut self.timer {
+                Some(timer) => {
+                    let armed_in_time =
+                        timer.is_armed() && self.timer_deadline.is_some_and(|armed| armed <= d);
+                    if !armed_in_time {
+                        timer.arm(d - now)?;
+                        self.timer_deadline = Some(d);
+                    }
+                    None
+                }
+                // mio rounds up to whole milliseconds: never early.
+                None => Some(d - now),
+            },
+            None => None,
+        };
         match self.poll.poll(&mut self.events, timeout) {
             Ok(()) => {}
             // A signal interrupted the wait: the loop simply goes round.
@@ -150,6 +226,13 @@ impl Reactor {
             Err(e) => return Err(e),
         }
         for ev in self.events.iter() {
+            if ev.token().0 == TIMER_KEY {
+                if let Some(t) = &mut self.timer {
+                    t.clear();
+                }
+                self.timer_deadline = None;
+                continue;
+            }
             out.push(Readiness {
                 key: ev.token().0,
                 read: ev.is_readable() || ev.is_read_closed() || ev.is_error(),

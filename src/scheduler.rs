@@ -23,14 +23,15 @@ use std::os::fd::RawFd;
 use std::panic;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use corosensei::CoroutineResult;
 use slab::Slab;
 
 use crate::context;
 use crate::op::{IoId, Op, Resume};
-use crate::reactor::{Dir, Reactor, Readiness};
+use crate::park::RemoteQueue;
+use crate::reactor::{Dir, Reactor, Readiness, WAKER_KEY};
 use crate::stack::PooledStack;
 use crate::task::{self, JoinHandle, Task, TaskCoroutine, TaskId, Waiter};
 use crate::timer::{Fire, Timers};
@@ -102,7 +103,7 @@ impl Core {
     }
 
     /// Files a task that just yielded `op`.
-    fn file(&mut self, key: usize, op: Op) {
+    fn file(&mut self, key: usize, op: Op, self_id: u64) {
         self.tasks.next_token += 1;
         let token = self.tasks.next_token;
         let task = &mut self.tasks.slab[key];
@@ -130,6 +131,25 @@ impl Core {
                 }
                 return;
             }
+            Op::Park(t, deadline) => {
+                if t.waiter.key != key || t.sched != self_id {
+                    self.wake(
+                        waiter,
+                        Resume::Err(io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            "yieldloop: Op::Park with a token of another task",
+                        )),
+                    );
+                    return;
+                }
+                // The token was handed out before the pause; it is the wait.
+                task.wait = t.waiter.token;
+                if let Some(deadline) = deadline {
+                    task.timer_armed = true;
+                    self.timers.insert(deadline, t.waiter, Fire::TimedOut);
+                }
+                return;
+            }
             Op::ReadReady(io, d) => (Dir::Read, io, d),
             Op::WriteReady(io, d) => (Dir::Write, io, d),
             Op::Accept(io, d) => (Dir::Accept, io, d),
@@ -142,6 +162,16 @@ impl Core {
                 }
             }
             Err(e) => self.wake(waiter, Resume::Err(e)),
+        }
+    }
+
+    /// Wakes the tasks other threads asked to wake.
+    fn drain_remote(&mut self, scratch: &mut Vec<Waiter>) {
+        if let Some(q) = self.reactor.remote().cloned() {
+            q.drain(scratch);
+            for w in scratch.drain(..) {
+                self.wake(w, Resume::Ready);
+            }
         }
     }
 
@@ -201,15 +231,14 @@ impl Core {
         }
     }
 
-    /// How long the next poll may block.
-    fn poll_timeout(&mut self, now: Instant) -> Option<Duration> {
+    /// Until when the next poll may block: `now` if tasks are ready, else
+    /// the next live deadline, else `None` (until an event).
+    fn poll_deadline(&mut self, now: Instant) -> Option<Instant> {
         if !self.tasks.run_queue.is_empty() {
-            return Some(Duration::ZERO);
+            return Some(now);
         }
         let tasks = &self.tasks;
-        self.timers
-            .next_deadline(|w| tasks.is_waiting(w))
-            .map(|d| d.saturating_duration_since(now))
+        self.timers.next_deadline(|w| tasks.is_waiting(w))
     }
 
     /// Removes a task from the table, wakes its joiners and hands back its
@@ -283,6 +312,41 @@ impl Scheduler {
         Ok(JoinHandle::new(id, slot))
     }
 
+    /// A fresh wait token (see [`Waiter`]).
+    pub(crate) fn next_token(&self) -> u64 {
+        let mut core = self.core.borrow_mut();
+        core.tasks.next_token += 1;
+        core.tasks.next_token
+    }
+
+    /// Wakes `w` if it is still in that wait; see [`crate::ParkToken`].
+    pub(crate) fn unpark(&self, w: Waiter) -> bool {
+        let mut core = self.core.borrow_mut();
+        if core.tasks.is_waiting(w) {
+            core.wake(w, Resume::Ready);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// True if `w` is still waiting.
+    pub(crate) fn is_waiting(&self, w: Waiter) -> bool {
+        self.core.borrow().tasks.is_waiting(w)
+    }
+
+    /// The queue other threads wake this scheduler's tasks through.
+    ///
+    /// # Panics
+    ///
+    /// If the kernel refuses the `eventfd` behind it (out of descriptors).
+    pub(crate) fn remote_queue(&self) -> std::sync::Arc<RemoteQueue> {
+        match self.core.borrow_mut().reactor.remote_queue() {
+            Ok(q) => q,
+            Err(e) => panic!("yieldloop: cannot create a cross-thread waker: {e}"),
+        }
+    }
+
     /// Cancels a task: see [`JoinHandle::cancel`].
     pub(crate) fn cancel(&self, id: TaskId) {
         let co = {
@@ -353,7 +417,7 @@ impl Scheduler {
                     context::drop_task(co, id);
                 } else {
                     task.co = Some(co);
-                    core.file(key, op);
+                    core.file(key, op, self.id);
                 }
             }
             Ok(CoroutineResult::Return(())) => {
@@ -384,6 +448,7 @@ impl Scheduler {
     /// Runs the loop until `done()` says so.
     pub(crate) fn run_until(&self, done: impl Fn() -> bool) {
         let mut ready = std::mem::take(&mut *self.ready_buf.borrow_mut());
+        let mut remote_scratch = Vec::new();
         loop {
             // 1. Run every task that is ready now, once. Tasks they wake or
             //    spawn wait for the next turn, so the poll below is never
@@ -400,20 +465,29 @@ impl Scheduler {
             }
             // 2. Sleep in the kernel until an event or the next deadline.
             let mut core = self.core.borrow_mut();
-            let timeout = core.poll_timeout(Instant::now());
-            if timeout.is_none() && core.reactor.sources.is_empty() {
+            let now = Instant::now();
+            let deadline = core.poll_deadline(now);
+            if deadline.is_none()
+                && core.reactor.sources.is_empty()
+                && !core.reactor.has_remote_handles()
+            {
                 // No timer, no socket, no ready task: nothing can ever wake
                 // the tasks that are left. Return; the caller reports it.
                 *self.ready_buf.borrow_mut() = ready;
                 return;
             }
             ready.clear();
-            if let Err(e) = core.reactor.poll(timeout, &mut ready) {
+            if let Err(e) = core.reactor.poll(deadline, now, &mut ready) {
                 panic!("yieldloop: polling for I/O events failed: {e}");
             }
-            // 3. Wake the tasks whose sockets are ready …
+            // 3. Wake the tasks whose sockets are ready or whom other
+            //    threads woke …
             for r in ready.iter().copied() {
-                core.dispatch(r);
+                if r.key == WAKER_KEY {
+                    core.drain_remote(&mut remote_scratch);
+                } else {
+                    core.dispatch(r);
+                }
             }
             // 4. … and those whose deadlines are due.
             core.fire_timers(Instant::now());
@@ -465,9 +539,10 @@ where
         finished.set(main.is_finished());
         finished.get()
     });
+    let completed = main.is_finished();
     sched.shutdown();
     drop(guard);
-    if !main.is_finished() {
+    if !completed {
         panic!(
             "yieldloop::run: the main task can never finish: it waits for something \
              no other task or event can provide (a deadlock)"

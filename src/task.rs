@@ -72,7 +72,7 @@ impl fmt::Display for TaskId {
 /// only takes effect if the task is still waiting under that very token, so a
 /// timer that fires after its task moved on (or after its slot was reused)
 /// does nothing: stale wake-ups are impossible by construction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Waiter {
     pub(crate) key: usize,
     pub(crate) token: u64,
