@@ -101,6 +101,43 @@ impl ParkToken {
             .unwrap_or(false)
     }
 
+    /// Makes readiness of the socket `io` unpark this token: readable when
+    /// `write` is false, writable when true. With several `watch_*` calls on
+    /// one token, the task waits for whichever comes first (a select).
+    ///
+    /// # Errors
+    ///
+    /// If `io` names no live socket of this scheduler.
+    ///
+    /// # Panics
+    ///
+    /// Panics outside the token's scheduler.
+    pub fn watch_io(self, io: crate::IoId, write: bool) -> std::io::Result<()> {
+        context::with_scheduler("ParkToken::watch_io", |s| {
+            assert_eq!(
+                s.id, self.sched,
+                "yieldloop: ParkToken used on a foreign thread"
+            );
+            s.watch_io(self.waiter, io, write)
+        })
+    }
+
+    /// Makes the end of `task` unpark this token. Returns false, and
+    /// watches nothing, if the task has ended already.
+    ///
+    /// # Panics
+    ///
+    /// Panics outside the token's scheduler.
+    pub fn watch_task(self, task: crate::TaskId) -> bool {
+        context::with_scheduler("ParkToken::watch_task", |s| {
+            assert_eq!(
+                s.id, self.sched,
+                "yieldloop: ParkToken used on a foreign thread"
+            );
+            s.watch_task(self.waiter, task)
+        })
+    }
+
     /// A handle that can unpark from any thread.
     ///
     /// # Panics

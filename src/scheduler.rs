@@ -330,6 +330,25 @@ impl Scheduler {
         }
     }
 
+    /// Makes readiness of `io` wake `w` (with [`Resume::Ready`]), for
+    /// waits on several things at once.
+    pub(crate) fn watch_io(&self, w: Waiter, io: IoId, write: bool) -> io::Result<()> {
+        let dir = if write { Dir::Write } else { Dir::Read };
+        self.core.borrow_mut().reactor.add_waiter(io, dir, w)
+    }
+
+    /// Makes the end of `task` wake `w`; returns false if it has ended.
+    pub(crate) fn watch_task(&self, w: Waiter, task: TaskId) -> bool {
+        let mut core = self.core.borrow_mut();
+        match core.tasks.slab.get_mut(task.key) {
+            Some(t) if t.id == task => {
+                t.joiners.push(w);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// True if `w` is still waiting.
     pub(crate) fn is_waiting(&self, w: Waiter) -> bool {
         self.core.borrow().tasks.is_waiting(w)
