@@ -37,6 +37,26 @@ thread_local! {
     /// True while the scheduler tears a task down; tells a task's body that a
     /// caught unwind is the coroutine's forced unwind and must go on.
     static FORCED_UNWIND: Cell<bool> = const { Cell::new(false) };
+    /// The running task's earliest active [`crate::timeout`] scope. Saved
+    /// across each pause like the yielder, since other tasks run between.
+    static SCOPE: Cell<Option<Scope>> = const { Cell::new(None) };
+}
+
+/// An active `timeout` scope: its deadline and the id its expiry carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Scope {
+    pub(crate) deadline: std::time::Instant,
+    pub(crate) id: u64,
+}
+
+/// The running task's earliest timeout scope.
+pub(crate) fn scope() -> Option<Scope> {
+    SCOPE.with(Cell::get)
+}
+
+/// Replaces the running task's timeout scope, returning the old one.
+pub(crate) fn set_scope(scope: Option<Scope>) -> Option<Scope> {
+    SCOPE.with(|s| s.replace(scope))
 }
 
 /// Pauses the running task, hands `op` to the scheduler, and returns what the
@@ -79,19 +99,31 @@ pub fn suspend(op: Op) -> Resume {
     if std::thread::panicking() {
         return Resume::Cancelled;
     }
+    match scope() {
+        None => raw_suspend(op),
+        Some(scope) => crate::timeout::scoped(op, scope, raw_suspend),
+    }
+}
 
-    /// Puts the task's yielder back once the task runs again, whether
-    /// `suspend` returns or the forced unwind of a cancellation passes
-    /// through it: other tasks ran in between and changed the thread-local.
-    struct Restore(*const Yielder<Resume, Op>);
+/// Switches to the scheduler with `op`; see [`suspend`], which checked that
+/// a task is running.
+fn raw_suspend(op: Op) -> Resume {
+    let yielder = YIELDER.with(Cell::get);
+    assert!(!yielder.is_null(), "yieldloop: suspend outside a task");
+    /// Puts the task's yielder and timeout scope back once the task runs
+    /// again, whether `suspend` returns or the forced unwind of a
+    /// cancellation passes through it: other tasks ran in between and
+    /// changed the thread-locals.
+    struct Restore(*const Yielder<Resume, Op>, Option<Scope>);
     impl Drop for Restore {
         fn drop(&mut self) {
             YIELDER.with(|y| y.set(self.0));
+            SCOPE.with(|s| s.set(self.1));
         }
     }
 
     YIELDER.with(|y| y.set(ptr::null()));
-    let _restore = Restore(yielder);
+    let _restore = Restore(yielder, SCOPE.with(|s| s.replace(None)));
     // SAFETY: the pointer was stored by `enter_task` from the `&Yielder` the
     // running coroutine was started with. That yielder lives on this
     // coroutine's stack, which is the stack we are running on now, so it is
@@ -131,6 +163,7 @@ struct TaskScope {
     yielder: *const Yielder<Resume, Op>,
     task: Option<TaskId>,
     forced: bool,
+    scope: Option<Scope>,
 }
 
 impl TaskScope {
@@ -139,6 +172,7 @@ impl TaskScope {
             yielder: YIELDER.with(|y| y.replace(ptr::null())),
             task: CURRENT_TASK.with(|c| c.replace(Some(id))),
             forced: FORCED_UNWIND.with(|f| f.replace(forced)),
+            scope: SCOPE.with(|s| s.replace(None)),
         }
     }
 }
@@ -148,6 +182,7 @@ impl Drop for TaskScope {
         YIELDER.with(|y| y.set(self.yielder));
         CURRENT_TASK.with(|c| c.set(self.task));
         FORCED_UNWIND.with(|f| f.set(self.forced));
+        SCOPE.with(|s| s.set(self.scope));
     }
 }
 

@@ -22,8 +22,10 @@
 //! - `timer`: the deadline heap.
 //! - `reactor`: `mio::Poll` and readiness dispatch; `timerfd`: precise wake-ups.
 //! - `stack`: the pool of guarded stacks.
+//! - `slow`: the warning about tasks that hold the thread too long.
 //! - `park`: [`ParkToken`], the building block of waiting primitives.
 //! - `time`: [`sleep`], [`sleep_until`], [`yield_now`].
+//! - `timeout`: [`timeout`], [`timeout_at`]: deadlines around any code.
 //! - [`net`]: [`TcpListener`](net::TcpListener), [`TcpStream`](net::TcpStream).
 //!
 //! # Example
@@ -54,20 +56,24 @@ mod op;
 mod park;
 mod reactor;
 mod scheduler;
+mod slow;
 mod stack;
 mod task;
 mod time;
+mod timeout;
 mod timer;
 mod timerfd;
 
 pub use context::suspend;
 pub use op::{IoId, Op, Resume};
 pub use park::{park, park_token, ParkToken, RemoteUnparker};
+pub use slow::{set_slow_task_threshold, slow_task_threshold};
 pub use stack::{guards_use_madvise, pool_stats, PoolStats};
 pub use task::{
     current_id, spawn, Builder, JoinError, JoinHandle, TaskId, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
 };
 pub use time::{sleep, sleep_until, yield_now};
+pub use timeout::{timeout, timeout_at, Elapsed};
 
 /// Runs `f` as the main task of a new scheduler on this thread, drives the
 /// loop until `f` returns, and returns its value, like Python's

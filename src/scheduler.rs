@@ -23,7 +23,7 @@ use std::os::fd::RawFd;
 use std::panic;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use corosensei::CoroutineResult;
 use slab::Slab;
@@ -410,22 +410,32 @@ impl Scheduler {
         }
     }
 
-    /// Runs one queued task until it pauses or ends.
-    fn run_one(&self, key: usize, serial: u64) {
+    /// Runs one queued task until it pauses or ends. `started` is when this
+    /// resume began, when the slow-task watch is on; returns the clock
+    /// reading taken after it, which starts the next resume.
+    fn run_one(&self, key: usize, serial: u64, started: Option<Instant>) -> Option<Instant> {
         let (mut co, value, id) = {
             let mut core = self.core.borrow_mut();
             let Some(t) = core.tasks.slab.get_mut(key) else {
-                return;
+                return started;
             };
             if t.id.serial != serial || t.wait != 0 {
-                return;
+                return started;
             }
-            let Some(co) = t.co.take() else { return };
+            let Some(co) = t.co.take() else {
+                return started;
+            };
             (co, t.resume.take().unwrap_or(Resume::Ready), t.id)
         };
         let result = panic::catch_unwind(panic::AssertUnwindSafe(|| {
             context::resume_task(&mut co, id, value)
         }));
+        // One clock read per resume, and only while the watch is on.
+        let ended = started.map(|start| {
+            let end = Instant::now();
+            self.check_slow(id, end.saturating_duration_since(start));
+            end
+        });
         let mut core = self.core.borrow_mut();
         match result {
             Ok(CoroutineResult::Yield(op)) => {
@@ -462,6 +472,27 @@ impl Scheduler {
                 );
             }
         }
+        ended
+    }
+
+    /// Warns if one resume held the thread longer than the threshold.
+    fn check_slow(&self, id: TaskId, held: Duration) {
+        if let Some(limit) = crate::slow::threshold() {
+            if held > limit {
+                let name = self.task_name(id);
+                crate::slow::warn(id, name.as_deref(), held, limit);
+            }
+        }
+    }
+
+    /// The name of a live task.
+    fn task_name(&self, id: TaskId) -> Option<Rc<str>> {
+        let core = self.core.borrow();
+        core.tasks
+            .slab
+            .get(id.key)
+            .filter(|t| t.id == id)
+            .and_then(|t| t.name.clone())
     }
 
     /// Runs the loop until `done()` says so.
@@ -473,10 +504,11 @@ impl Scheduler {
             //    spawn wait for the next turn, so the poll below is never
             //    starved by tasks that keep yielding.
             let batch = self.core.borrow().tasks.run_queue.len();
+            let mut clock = crate::slow::threshold().map(|_| Instant::now());
             for _ in 0..batch {
                 let next = self.core.borrow_mut().tasks.run_queue.pop_front();
                 let Some((key, serial)) = next else { break };
-                self.run_one(key, serial);
+                clock = self.run_one(key, serial, clock);
                 if done() {
                     *self.ready_buf.borrow_mut() = ready;
                     return;
