@@ -143,9 +143,13 @@ pub(crate) fn resume_task(
     co: &mut TaskCoroutine,
     id: TaskId,
     value: Resume,
+    guard: crate::overflow::GuardInfo,
 ) -> CoroutineResult<Op, ()> {
     let _scope = TaskScope::enter(id, false);
-    co.resume(value)
+    let previous = crate::overflow::set_running(guard);
+    let r = co.resume(value);
+    crate::overflow::set_running(previous);
+    r
 }
 
 /// Drops a task's coroutine. A suspended coroutine is unwound first, so the

@@ -21,7 +21,7 @@
 //! - `task`: [`TaskId`], [`JoinHandle`], [`JoinError`], [`Builder`], [`spawn`].
 //! - `timer`: the deadline heap.
 //! - `reactor`: `mio::Poll` and readiness dispatch; `timerfd`: precise wake-ups.
-//! - `stack`: the pool of guarded stacks.
+//! - `stack`: the pool of guarded stacks; `overflow`: reports of overflows.
 //! - `slow`: the warning about tasks that hold the thread too long.
 //! - `park`: [`ParkToken`], the building block of waiting primitives.
 //! - `time`: [`sleep`], [`sleep_until`], [`yield_now`].
@@ -53,6 +53,7 @@
 mod context;
 pub mod net;
 mod op;
+mod overflow;
 mod park;
 mod reactor;
 mod scheduler;

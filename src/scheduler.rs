@@ -289,6 +289,7 @@ impl Scheduler {
         T: 'static,
     {
         let stack = PooledStack::take(stack_size)?;
+        let mut guard = stack.guard_info();
         let mut core = self.core.borrow_mut();
         let tasks = &mut core.tasks;
         tasks.next_serial += 1;
@@ -297,6 +298,12 @@ impl Scheduler {
             key: entry.key(),
             serial: tasks.next_serial,
         };
+        guard.id = id.serial;
+        if let Some(n) = &name {
+            // The name lives in the task record as long as the task runs.
+            guard.name_ptr = n.as_ptr() as usize;
+            guard.name_len = n.len();
+        }
         let (co, slot) = task::make_task(id, stack, f);
         entry.insert(Task {
             id,
@@ -307,6 +314,7 @@ impl Scheduler {
             resume: None,
             joiners: Vec::new(),
             cancel_requested: false,
+            guard,
         });
         tasks.run_queue.push_back((id.key, id.serial));
         Ok(JoinHandle::new(id, slot))
@@ -414,7 +422,7 @@ impl Scheduler {
     /// resume began, when the slow-task watch is on; returns the clock
     /// reading taken after it, which starts the next resume.
     fn run_one(&self, key: usize, serial: u64, started: Option<Instant>) -> Option<Instant> {
-        let (mut co, value, id) = {
+        let (mut co, value, id, guard) = {
             let mut core = self.core.borrow_mut();
             let Some(t) = core.tasks.slab.get_mut(key) else {
                 return started;
@@ -425,10 +433,10 @@ impl Scheduler {
             let Some(co) = t.co.take() else {
                 return started;
             };
-            (co, t.resume.take().unwrap_or(Resume::Ready), t.id)
+            (co, t.resume.take().unwrap_or(Resume::Ready), t.id, t.guard)
         };
         let result = panic::catch_unwind(panic::AssertUnwindSafe(|| {
-            context::resume_task(&mut co, id, value)
+            context::resume_task(&mut co, id, value, guard)
         }));
         // One clock read per resume, and only while the watch is on.
         let ended = started.map(|start| {
@@ -580,6 +588,7 @@ where
         Ok(s) => Rc::new(s),
         Err(e) => panic!("yieldloop::run: cannot create the event loop: {e}"),
     };
+    crate::overflow::install();
     let guard = context::install(sched.clone());
     let main = match sched.spawn(Some(Rc::from("main")), task::DEFAULT_STACK_SIZE, f) {
         Ok(h) => h,

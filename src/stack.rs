@@ -85,6 +85,17 @@ impl PooledStack {
         let size = round_size(bytes);
         POOL.with(|p| p.borrow_mut().take(size))
     }
+
+    /// Where this stack's guard page is, for overflow reports.
+    pub(crate) fn guard_info(&self) -> crate::overflow::GuardInfo {
+        let guard_lo = self.base - self.size - page_size();
+        crate::overflow::GuardInfo {
+            guard_lo,
+            guard_hi: guard_lo + page_size(),
+            size: self.size,
+            ..Default::default()
+        }
+    }
 }
 
 // SAFETY: `base` and `limit` bound a mapping of `size` readable, writable

@@ -100,6 +100,8 @@ pub(crate) struct Task {
     /// Set by a cancellation of the running task: it is torn down at its
     /// next pause.
     pub(crate) cancel_requested: bool,
+    /// Where the task's guard page is, for stack-overflow reports.
+    pub(crate) guard: crate::overflow::GuardInfo,
 }
 
 impl fmt::Debug for Task {

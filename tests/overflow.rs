@@ -1,0 +1,100 @@
+//! Stack overflow in a task: a clear report naming the task, checked in a
+//! child process (the overflow ends the process, as it should).
+
+use std::process::Command;
+
+/// Recurses without bound; `black_box` keeps the frames real.
+fn recurse(depth: u64) -> u64 {
+    let pad = std::hint::black_box([depth; 64]);
+    if depth == u64::MAX {
+        return pad[0];
+    }
+    recurse(depth + 1) + std::hint::black_box(pad[1])
+}
+
+/// The child half: only does something when the parent asks for it.
+#[test]
+fn overflow_child() {
+    if std::env::var_os("YIELDLOOP_OVERFLOW_CHILD").is_none() {
+        return;
+    }
+    yieldloop::run(|| {
+        let h = yieldloop::Builder::new()
+            .name("deep-diver")
+            .stack_size(64 * 1024)
+            .spawn(|| recurse(0))
+            .unwrap();
+        let _ = h.join();
+    });
+}
+
+/// The overflowing task is named, with its stack size and the fix, and the
+/// process dies of SIGSEGV rather than running on with a corrupt stack.
+#[test]
+fn overflow_is_reported_with_the_task_name() {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args([
+            "--exact",
+            "overflow_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("YIELDLOOP_OVERFLOW_CHILD", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "child survived an overflow: {stderr}"
+    );
+    assert!(
+        stderr.contains("task 2 (deep-diver) overflowed its stack of 65536 bytes"),
+        "no clear report in: {stderr}"
+    );
+    assert!(stderr.contains("stack_size"), "no advice in: {stderr}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(libc_sigsegv()),
+        "status: {:?}",
+        out.status
+    );
+}
+
+fn libc_sigsegv() -> i32 {
+    11
+}
+
+/// A fault that is not a guard-page hit keeps its default behaviour (here:
+/// Rust's own report of a main-thread overflow is not swallowed).
+#[test]
+fn ordinary_thread_overflow_is_left_alone() {
+    if std::env::var_os("YIELDLOOP_THREAD_OVERFLOW_CHILD").is_some() {
+        // Install our handler first, then overflow a plain thread.
+        yieldloop::run(|| ());
+        let t = std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn(|| recurse(0))
+            .unwrap();
+        let _ = t.join();
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args([
+            "--exact",
+            "ordinary_thread_overflow_is_left_alone",
+            "--nocapture",
+        ])
+        .env("YIELDLOOP_THREAD_OVERFLOW_CHILD", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(!stderr.contains("yieldloop: task"), "misreported: {stderr}");
+    assert!(
+        stderr.contains("has overflowed its stack"),
+        "std's report lost: {stderr}"
+    );
+}
