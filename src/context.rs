@@ -139,17 +139,32 @@ pub(crate) fn enter_task(yielder: &Yielder<Resume, Op>) {
 
 /// Resumes a task's coroutine with `value`, with `id` as the current task,
 /// and clears the task context again once control comes back.
+///
+/// Only the scheduler calls this, from its own stack, where the yielder and
+/// timeout scope are always clear; a task that pauses clears them itself
+/// (in `raw_suspend`), so after a pause only the task id and guard info need
+/// resetting, and after a task's end its yielder too. This is the hot path
+/// of every hand-over, hence no save-and-restore here.
 pub(crate) fn resume_task(
     co: &mut TaskCoroutine,
     id: TaskId,
     value: Resume,
-    guard: crate::overflow::GuardInfo,
+    guard: *const crate::overflow::GuardInfo,
 ) -> CoroutineResult<Op, ()> {
-    let _scope = TaskScope::enter(id, false);
-    let previous = crate::overflow::set_running(guard);
-    let r = co.resume(value);
-    crate::overflow::set_running(previous);
-    r
+    /// Clears the task context however the resume ends.
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            YIELDER.with(|y| y.set(ptr::null()));
+            SCOPE.with(|s| s.set(None));
+            CURRENT_TASK.with(|c| c.set(None));
+            crate::overflow::set_running(ptr::null());
+        }
+    }
+    CURRENT_TASK.with(|c| c.set(Some(id)));
+    crate::overflow::set_running(guard);
+    let _clear = Clear;
+    co.resume(value)
 }
 
 /// Drops a task's coroutine. A suspended coroutine is unwound first, so the

@@ -69,7 +69,7 @@ pub use context::suspend;
 pub use op::{IoId, Op, Resume};
 pub use park::{park, park_token, ParkToken, RemoteUnparker};
 pub use slow::{set_slow_task_threshold, slow_task_threshold};
-pub use stack::{guards_use_madvise, pool_stats, PoolStats};
+pub use stack::{bench_pool_cycle, guards_use_madvise, pool_stats, PoolStats};
 pub use task::{
     current_id, spawn, Builder, JoinError, JoinHandle, TaskId, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
 };

@@ -37,13 +37,14 @@ pub(crate) struct GuardInfo {
 }
 
 thread_local! {
-    static RUNNING: Cell<GuardInfo> = const {
-        Cell::new(GuardInfo { guard_lo: 0, guard_hi: 0, size: 0, id: 0, name_ptr: 0, name_len: 0 })
-    };
+    /// The guard info of the task running on this thread, or null. It
+    /// points into the task's record, which outlives the resume.
+    static RUNNING: Cell<*const GuardInfo> = const { Cell::new(std::ptr::null()) };
 }
 
-/// Records the task about to run on this thread; returns the previous one.
-pub(crate) fn set_running(info: GuardInfo) -> GuardInfo {
+/// Records the task about to run on this thread (null: none); returns the
+/// previous one.
+pub(crate) fn set_running(info: *const GuardInfo) -> *const GuardInfo {
     RUNNING.with(|r| r.replace(info))
 }
 
@@ -138,9 +139,12 @@ fn ensure_alt_stack() {
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
-    let running = RUNNING.try_with(Cell::get).unwrap_or_default();
-    if running.guard_lo != 0 && addr >= running.guard_lo && addr < running.guard_hi {
-        report(&running, addr);
+    let running = RUNNING.try_with(Cell::get).unwrap_or(std::ptr::null());
+    // SAFETY: a non-null pointer names the running task's guard info, kept
+    // alive by its task record for the whole resume (see `set_running`).
+    let running = unsafe { running.as_ref() };
+    if let Some(t) = running.filter(|t| addr >= t.guard_lo && addr < t.guard_hi) {
+        report(t, addr);
         // Let the fault take its default course: the process stops with
         // SIGSEGV as it would have, after the explanation.
         reset_to_default(sig);

@@ -40,6 +40,11 @@ use crate::timer::{Fire, Timers};
 /// with one never touches another's tables.
 static NEXT_SCHEDULER_ID: AtomicU64 = AtomicU64::new(1);
 
+/// While tasks stay ready, the loop polls for I/O events only every this
+/// many turns (a turn runs every ready task once), bounding how long a
+/// socket waits behind busy tasks.
+const POLL_EVERY_TURNS: u32 = 32;
+
 /// One thread's scheduler.
 #[derive(Debug)]
 pub(crate) struct Scheduler {
@@ -289,7 +294,7 @@ impl Scheduler {
         T: 'static,
     {
         let stack = PooledStack::take(stack_size)?;
-        let mut guard = stack.guard_info();
+        let mut guard = Box::new(stack.guard_info());
         let mut core = self.core.borrow_mut();
         let tasks = &mut core.tasks;
         tasks.next_serial += 1;
@@ -421,7 +426,7 @@ impl Scheduler {
     /// Runs one queued task until it pauses or ends. `started` is when this
     /// resume began, when the slow-task watch is on; returns the clock
     /// reading taken after it, which starts the next resume.
-    fn run_one(&self, key: usize, serial: u64, started: Option<Instant>) -> Option<Instant> {
+    fn run_one(&self, key: usize, serial: u64, started: Option<u64>) -> Option<u64> {
         let (mut co, value, id, guard) = {
             let mut core = self.core.borrow_mut();
             let Some(t) = core.tasks.slab.get_mut(key) else {
@@ -433,15 +438,20 @@ impl Scheduler {
             let Some(co) = t.co.take() else {
                 return started;
             };
-            (co, t.resume.take().unwrap_or(Resume::Ready), t.id, t.guard)
+            (
+                co,
+                t.resume.take().unwrap_or(Resume::Ready),
+                t.id,
+                &*t.guard as *const _,
+            )
         };
         let result = panic::catch_unwind(panic::AssertUnwindSafe(|| {
             context::resume_task(&mut co, id, value, guard)
         }));
         // One clock read per resume, and only while the watch is on.
         let ended = started.map(|start| {
-            let end = Instant::now();
-            self.check_slow(id, end.saturating_duration_since(start));
+            let end = crate::slow::coarse_now_ns();
+            self.check_slow(id, Duration::from_nanos(end.saturating_sub(start)));
             end
         });
         let mut core = self.core.borrow_mut();
@@ -507,12 +517,13 @@ impl Scheduler {
     pub(crate) fn run_until(&self, done: impl Fn() -> bool) {
         let mut ready = std::mem::take(&mut *self.ready_buf.borrow_mut());
         let mut remote_scratch = Vec::new();
+        let mut turns_without_poll = 0u32;
         loop {
             // 1. Run every task that is ready now, once. Tasks they wake or
             //    spawn wait for the next turn, so the poll below is never
             //    starved by tasks that keep yielding.
             let batch = self.core.borrow().tasks.run_queue.len();
-            let mut clock = crate::slow::threshold().map(|_| Instant::now());
+            let mut clock = crate::slow::threshold().map(|_| crate::slow::coarse_now_ns());
             for _ in 0..batch {
                 let next = self.core.borrow_mut().tasks.run_queue.pop_front();
                 let Some((key, serial)) = next else { break };
@@ -526,6 +537,21 @@ impl Scheduler {
             let mut core = self.core.borrow_mut();
             let now = Instant::now();
             let deadline = core.poll_deadline(now);
+            if deadline == Some(now) {
+                // Tasks are ready: a poll could not sleep anyway, so only
+                // look for events every few turns; a syscall per turn would
+                // cost more than the turn itself. Timers still fire.
+                turns_without_poll += 1;
+                if turns_without_poll < POLL_EVERY_TURNS {
+                    core.fire_timers(now);
+                    continue;
+                }
+            } else {
+                // About to sleep: a good moment to hand idle stack memory
+                // back to the kernel.
+                crate::stack::trim();
+            }
+            turns_without_poll = 0;
             if deadline.is_none()
                 && core.reactor.sources.is_empty()
                 && !core.reactor.has_remote_handles()

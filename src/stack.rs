@@ -26,7 +26,7 @@
 //! returned stacks also give their memory back to the kernel.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::num::NonZeroUsize;
 use std::ptr;
@@ -51,14 +51,18 @@ const GUARD_UNKNOWN: u8 = 0;
 const GUARD_MADVISE: u8 = 1;
 const GUARD_MPROTECT: u8 = 2;
 
-/// The system page size.
+/// The system page size, read once.
 pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 {
-        size as usize
-    } else {
-        4096
+    static PAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    match PAGE.load(Ordering::Relaxed) {
+        0 => {
+            // SAFETY: sysconf has no memory-safety preconditions.
+            let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+            let size = if size > 0 { size as usize } else { 4096 };
+            PAGE.store(size, Ordering::Relaxed);
+            size
+        }
+        size => size,
     }
 }
 
@@ -152,10 +156,24 @@ pub struct PoolStats {
 /// One thread's pool: free lists keyed by stack size.
 #[derive(Debug, Default)]
 struct Pool {
-    /// Stacks ready for reuse, by size. The most recently freed come first
-    /// out (LIFO), since their pages are most likely still resident.
-    free: HashMap<usize, VecDeque<FreeStack>>,
+    /// Free stacks, one entry per stack size (a program uses one or a
+    /// handful of sizes, so a short vector searched in order beats a hash
+    /// map).
+    free: Vec<FreeList>,
     stats: PoolStats,
+}
+
+/// The free stacks of one size.
+#[derive(Debug, Default)]
+struct FreeList {
+    size: usize,
+    /// Stacks whose pages may still be resident. Taken and returned at the
+    /// back (LIFO): the most recently used stack is the most likely to be
+    /// in cache and memory. The front holds the longest unused.
+    warm: VecDeque<FreeStack>,
+    /// Stacks whose memory went back to the kernel; used when no warm one
+    /// is left.
+    cold: Vec<FreeStack>,
 }
 
 thread_local! {
@@ -167,24 +185,53 @@ pub fn pool_stats() -> PoolStats {
     POOL.with(|p| {
         let p = p.borrow();
         let mut s = p.stats;
-        s.free = p.free.values().map(VecDeque::len).sum();
+        s.free = p.free.iter().map(|l| l.warm.len() + l.cold.len()).sum();
         s
     })
 }
 
-impl Pool {
-    fn take(&mut self, size: usize) -> io::Result<PooledStack> {
-        let list = self.free.entry(size).or_default();
-        if list.is_empty() {
-            let carved = map_chunk(size, list)?;
-            self.stats.chunks += 1;
-            self.stats.carved += carved;
+/// Gives the memory of free stacks beyond the watermark back to the kernel.
+/// The scheduler calls it when it is about to sleep, so a burst of finished
+/// tasks costs nothing while it runs.
+pub(crate) fn trim() {
+    let _ = POOL.try_with(|p| {
+        if let Ok(mut pool) = p.try_borrow_mut() {
+            pool.trim();
         }
-        let s = self
-            .free
-            .get_mut(&size)
-            .and_then(VecDeque::pop_back)
-            .expect("chunk just carved");
+    });
+}
+
+impl Pool {
+    /// The free list for `size`, created empty on first use.
+    fn list(&mut self, size: usize) -> &mut FreeList {
+        let i = match self.free.iter().position(|l| l.size == size) {
+            Some(i) => i,
+            None => {
+                self.free.push(FreeList {
+                    size,
+                    ..FreeList::default()
+                });
+                self.free.len() - 1
+            }
+        };
+        &mut self.free[i]
+    }
+
+    fn take(&mut self, size: usize) -> io::Result<PooledStack> {
+        let list = self.list(size);
+        let s = match list.warm.pop_back().or_else(|| list.cold.pop()) {
+            Some(s) => s,
+            None => {
+                let carved = map_chunk(size, &mut list.warm)?;
+                let s = list
+                    .warm
+                    .pop_back()
+                    .expect("a chunk holds at least one stack");
+                self.stats.chunks += 1;
+                self.stats.carved += carved;
+                s
+            }
+        };
         Ok(PooledStack {
             base: s.base,
             size: s.size,
@@ -192,23 +239,40 @@ impl Pool {
     }
 
     fn put(&mut self, stack: FreeStack) {
-        let list = self.free.entry(stack.size).or_default();
-        if list.len() >= WARM_WATERMARK {
-            // SAFETY: the range is the usable part of a stack this pool
-            // owns and nobody runs on; MADV_DONTNEED only drops its pages
-            // (they read back as zero), leaving the guard page in place.
-            unsafe {
-                libc::madvise(
-                    (stack.base - stack.size) as *mut libc::c_void,
-                    stack.size,
-                    libc::MADV_DONTNEED,
-                );
+        self.list(stack.size).warm.push_back(stack);
+    }
+
+    fn trim(&mut self) {
+        let page = page_size();
+        for list in &mut self.free {
+            if list.warm.len() <= WARM_WATERMARK {
+                continue;
             }
-            self.stats.trimmed += 1;
-            // Trimmed stacks go to the cold end, warm ones stay on top.
-            list.push_front(stack);
-        } else {
-            list.push_back(stack);
+            let excess = list.warm.len() - WARM_WATERMARK;
+            let mut doomed: Vec<FreeStack> = list.warm.drain(..excess).collect();
+            // Neighbouring slots of a chunk are contiguous, so sorting by
+            // address lets one madvise cover a whole run of them (guard
+            // pages included: MADV_DONTNEED leaves guard markers and
+            // PROT_NONE pages as they are).
+            doomed.sort_unstable_by_key(|s| s.base);
+            let slot = list.size + page;
+            let mut i = 0;
+            while i < doomed.len() {
+                let mut j = i + 1;
+                while j < doomed.len() && doomed[j].base == doomed[j - 1].base + slot {
+                    j += 1;
+                }
+                let lo = doomed[i].base - list.size;
+                let hi = doomed[j - 1].base;
+                // SAFETY: [lo, hi) covers free stacks (and the guard pages
+                // between them) that this pool owns and nobody runs on;
+                // MADV_DONTNEED only drops their pages, which read back as
+                // zero when next touched.
+                unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_DONTNEED) };
+                i = j;
+            }
+            self.stats.trimmed += doomed.len();
+            list.cold.extend(doomed);
         }
     }
 }
@@ -307,4 +371,13 @@ fn mapping_error(what: &str, err: io::Error) -> io::Error {
     } else {
         io::Error::new(err.kind(), format!("yieldloop: {what} failed: {err}"))
     }
+}
+
+/// Takes a stack of `bytes` from this thread's pool and gives it back: the
+/// cost of a warm pool round trip, for benchmarks.
+#[doc(hidden)]
+pub fn bench_pool_cycle(bytes: usize) -> std::io::Result<()> {
+    let stack = PooledStack::take(bytes)?;
+    drop(std::hint::black_box(stack));
+    Ok(())
 }

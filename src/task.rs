@@ -100,8 +100,10 @@ pub(crate) struct Task {
     /// Set by a cancellation of the running task: it is torn down at its
     /// next pause.
     pub(crate) cancel_requested: bool,
-    /// Where the task's guard page is, for stack-overflow reports.
-    pub(crate) guard: crate::overflow::GuardInfo,
+    /// Where the task's guard page is, for stack-overflow reports. Boxed so
+    /// its address stays put while the task table grows: the signal handler
+    /// reads it through a pointer while the task runs.
+    pub(crate) guard: Box<crate::overflow::GuardInfo>,
 }
 
 impl fmt::Debug for Task {

@@ -1,0 +1,118 @@
+//! Micro-benchmarks of the runtime's core paths.
+//!
+//! ```text
+//! cargo bench --bench runtime
+//! ```
+//!
+//! - `yield_handover`: one task yields, the scheduler resumes the other;
+//!   reported per hand-over.
+//! - `spawn_join`: spawn a task returning a value and join it, with a warm
+//!   stack pool.
+//! - `sleep_zero`: a timer insert and fire through the heap (a deadline
+//!   already due).
+//! - `timers_10k`: 10,000 tasks sleeping on distinct deadlines, per timer.
+//! - `stack_pool`: take a stack from the pool and put it back.
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+
+fn yield_handover(c: &mut Criterion) {
+    c.bench_function("yield_handover", |b| {
+        b.iter_custom(|iters| {
+            yieldloop::run(move || {
+                let other = yieldloop::spawn(move || {
+                    for _ in 0..iters {
+                        yieldloop::yield_now();
+                    }
+                });
+                let start = Instant::now();
+                for _ in 0..iters {
+                    yieldloop::yield_now();
+                }
+                let took = start.elapsed();
+                other.join().unwrap();
+                // Each round has two hand-overs: to the other task and back.
+                took / 2
+            })
+        })
+    });
+}
+
+fn spawn_join(c: &mut Criterion) {
+    c.bench_function("spawn_join", |b| {
+        b.iter_custom(|iters| {
+            yieldloop::run(move || {
+                // Warm the pool.
+                yieldloop::spawn(|| 0u64).join().unwrap();
+                let start = Instant::now();
+                for i in 0..iters {
+                    let h = yieldloop::spawn(move || i);
+                    std::hint::black_box(h.join().unwrap());
+                }
+                start.elapsed()
+            })
+        })
+    });
+}
+
+fn sleep_zero(c: &mut Criterion) {
+    c.bench_function("sleep_zero", |b| {
+        b.iter_custom(|iters| {
+            yieldloop::run(move || {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    yieldloop::sleep_until(Instant::now());
+                }
+                start.elapsed()
+            })
+        })
+    });
+}
+
+fn timers_10k(c: &mut Criterion) {
+    let mut group = c.benchmark_group("timers");
+    group.sample_size(10);
+    group.bench_function("timers_10k", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                total += yieldloop::run(|| {
+                    let base = Instant::now() + Duration::from_millis(2);
+                    let start = Instant::now();
+                    let hs: Vec<_> = (0..10_000u32)
+                        .map(|i| {
+                            yieldloop::spawn(move || {
+                                yieldloop::sleep_until(base + Duration::from_nanos(i as u64 * 97));
+                            })
+                        })
+                        .collect();
+                    for h in hs {
+                        h.join().unwrap();
+                    }
+                    // Subtract the deadline itself: what is left is overhead.
+                    start.elapsed().saturating_sub(Duration::from_millis(2)) / 10_000
+                });
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+fn stack_pool(c: &mut Criterion) {
+    c.bench_function("stack_pool", |b| {
+        yieldloop::bench_pool_cycle(yieldloop::DEFAULT_STACK_SIZE).unwrap();
+        b.iter(|| yieldloop::bench_pool_cycle(yieldloop::DEFAULT_STACK_SIZE).unwrap())
+    });
+}
+
+criterion_group!(
+    benches,
+    yield_handover,
+    spawn_join,
+    sleep_zero,
+    timers_10k,
+    stack_pool
+);
+criterion_main!(benches);
