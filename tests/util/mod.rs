@@ -1,0 +1,566 @@
+//! Helpers shared by the integration tests. Each section is independent;
+//! a test file includes this module with `mod util;` and uses what it needs.
+#![allow(dead_code)]
+
+// ---------------------------------------------------------------------------
+// Example programs: building, finding and running the binaries of
+// `examples/` from a test.
+// ---------------------------------------------------------------------------
+
+/// Running the programs in `examples/` as child processes, each bounded in
+/// time and killed if it outlives its test.
+#[allow(dead_code)]
+pub mod example {
+    use std::collections::HashSet;
+    use std::io::{BufRead, BufReader, Read};
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, ExitStatus, Stdio};
+    use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+    use std::sync::{Mutex, OnceLock};
+    use std::thread::{self, JoinHandle};
+    use std::time::{Duration, Instant};
+
+    /// How long any example may run before the test kills it and fails.
+    /// Generous: the examples run for well under a second with test
+    /// parameters, but the machines running the tests are shared and noisy.
+    pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// The path of example `name`'s binary, built for the same profile as
+    /// the running test.
+    ///
+    /// `cargo test` builds the examples before it runs the tests, but
+    /// `cargo test --test NAME` does not, so the first call for each example
+    /// runs `cargo build --example NAME` (a quick no-op when it is up to
+    /// date). Only the examples a test uses are built, so one example that
+    /// does not compile fails only the tests that run it.
+    ///
+    /// # Panics
+    ///
+    /// If the build fails or the binary is not where it should be.
+    pub fn path(name: &str) -> PathBuf {
+        let build = BUILD.get_or_init(Build::for_this_test);
+        build.ensure(name);
+        let bin = build
+            .profile_dir
+            .join("examples")
+            .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+        assert!(bin.is_file(), "example binary {} not found", bin.display());
+        bin
+    }
+
+    /// How to build examples into the directories this test binary came
+    /// from.
+    struct Build {
+        /// `target/<profile>` or `target/<triple>/<profile>`.
+        profile_dir: PathBuf,
+        /// The target directory to pass as `CARGO_TARGET_DIR`.
+        target_dir: PathBuf,
+        /// `cargo build` options selecting the profile (and target triple).
+        options: Vec<String>,
+        /// The examples built so far. Locked for the whole of a build, so
+        /// that two tests wanting the same example build it once.
+        built: Mutex<HashSet<String>>,
+    }
+
+    static BUILD: OnceLock<Build> = OnceLock::new();
+
+    impl Build {
+        fn for_this_test() -> Build {
+            // The test runs as `<profile_dir>/deps/<test>-<hash>`.
+            let exe = std::env::current_exe().expect("the test binary's path");
+            let profile_dir = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("the test binary lives in <target>/<profile>/deps")
+                .to_path_buf();
+            let mut target_dir = profile_dir.parent().expect("a target dir").to_path_buf();
+            let mut options = Vec::new();
+            match profile_dir.file_name().and_then(|n| n.to_str()) {
+                Some("debug") => {}
+                Some("release") => options.push("--release".to_string()),
+                Some(other) => options.extend(["--profile".to_string(), other.to_string()]),
+                None => panic!("odd profile directory {}", profile_dir.display()),
+            }
+            // A cross build nests the profile under the target triple; the
+            // real target directory (the one with CACHEDIR.TAG) is one up.
+            if !target_dir.join("CACHEDIR.TAG").exists() {
+                if let (Some(triple), Some(parent)) = (
+                    target_dir.file_name().and_then(|n| n.to_str()),
+                    target_dir.parent(),
+                ) {
+                    if parent.join("CACHEDIR.TAG").exists() {
+                        options.extend(["--target".to_string(), triple.to_string()]);
+                        target_dir = parent.to_path_buf();
+                    }
+                }
+            }
+            Build {
+                profile_dir,
+                target_dir,
+                options,
+                built: Mutex::new(HashSet::new()),
+            }
+        }
+
+        /// Builds example `name` unless this test binary did already.
+        fn ensure(&self, name: &str) {
+            let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());
+            if built.contains(name) {
+                return;
+            }
+            let out = Command::new(env!("CARGO"))
+                .args(["build", "--quiet", "--example", name])
+                .args(&self.options)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .env("CARGO_TARGET_DIR", &self.target_dir)
+                .output()
+                .expect("running cargo build");
+            assert!(
+                out.status.success(),
+                "cargo build --example {name} failed ({}):\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            built.insert(name.to_string());
+        }
+    }
+
+    /// What a finished example printed.
+    #[derive(Debug)]
+    pub struct Output {
+        /// How it exited.
+        pub status: ExitStatus,
+        /// Everything it wrote to stdout.
+        pub stdout: String,
+        /// Everything it wrote to stderr.
+        pub stderr: String,
+    }
+
+    impl Output {
+        /// The stdout lines.
+        pub fn lines(&self) -> Vec<&str> {
+            self.stdout.lines().collect()
+        }
+
+        /// The last stdout line.
+        ///
+        /// # Panics
+        ///
+        /// If stdout is empty.
+        pub fn last_line(&self) -> &str {
+            self.stdout
+                .lines()
+                .last()
+                .unwrap_or_else(|| panic!("no output at all; stderr:\n{}", self.stderr))
+        }
+
+        /// Panics, showing all the output, unless the program exited with 0.
+        pub fn assert_success(&self) -> &Output {
+            assert!(self.status.success(), "example failed: {self}");
+            self
+        }
+    }
+
+    impl std::fmt::Display for Output {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(
+                f,
+                "{}\n--- stdout:\n{}--- stderr:\n{}",
+                self.status, self.stdout, self.stderr
+            )
+        }
+    }
+
+    /// Runs example `name` with `args` to completion and returns its output.
+    ///
+    /// # Panics
+    ///
+    /// If it cannot be started, or runs longer than [`TIMEOUT`] (it is
+    /// killed first, and the panic shows what it printed so far).
+    pub fn run(name: &str, args: &[&str]) -> Output {
+        let child = Command::new(path(name))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start example {name}: {e}"));
+        let mut child = KillOnDrop(child);
+        let stdout = read_all(child.0.stdout.take());
+        let stderr = read_all(child.0.stderr.take());
+        let deadline = Instant::now() + TIMEOUT;
+        let status = loop {
+            if let Some(status) = child.0.try_wait().expect("waiting for the example") {
+                break Some(status);
+            }
+            if Instant::now() >= deadline {
+                break None;
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let status = status.unwrap_or_else(|| {
+            child.kill();
+            child.0.wait().expect("reaping the killed example")
+        });
+        let output = Output {
+            status,
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+        };
+        drop(child);
+        assert!(
+            Instant::now() < deadline,
+            "example {name} {args:?} ran over {TIMEOUT:?} and was killed: {output}"
+        );
+        output
+    }
+
+    /// Reads a pipe to its end on a thread of its own, so that a child
+    /// filling one pipe never blocks on it while we wait on the other.
+    fn read_all(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<String> {
+        thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                text = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            text
+        })
+    }
+
+    /// A child process that is killed (and reaped) when this is dropped,
+    /// so a failing test never leaves it behind.
+    #[derive(Debug)]
+    pub struct KillOnDrop(pub Child);
+
+    impl KillOnDrop {
+        /// Kills the child; it is fine if it has exited already.
+        pub fn kill(&mut self) {
+            let _ = self.0.kill();
+        }
+    }
+
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            self.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// An example left running (a server), its stderr readable line by line.
+    #[derive(Debug)]
+    pub struct Running {
+        /// The process; killed when this is dropped.
+        pub child: KillOnDrop,
+        /// Its stderr, one line per message, read by a background thread.
+        stderr: Receiver<String>,
+    }
+
+    impl Running {
+        /// Starts example `name` with `args`, stdout discarded and stderr
+        /// captured.
+        ///
+        /// # Panics
+        ///
+        /// If it cannot be started.
+        pub fn start(name: &str, args: &[&str]) -> Running {
+            let mut child = Command::new(path(name))
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start example {name}: {e}"));
+            let pipe = child.stderr.take().expect("stderr is piped");
+            let (tx, rx) = mpsc::channel();
+            thread::spawn(move || {
+                for line in BufReader::new(pipe).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            Running {
+                child: KillOnDrop(child),
+                stderr: rx,
+            }
+        }
+
+        /// Waits up to [`TIMEOUT`] for a stderr line starting with
+        /// `prefix` and returns the rest of it; lines before it are skipped.
+        ///
+        /// # Panics
+        ///
+        /// If no such line comes in time or stderr closes first.
+        pub fn stderr_line(&self, prefix: &str) -> String {
+            let deadline = Instant::now() + TIMEOUT;
+            let mut seen = Vec::new();
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match self.stderr.recv_timeout(left) {
+                    Ok(line) => match line.strip_prefix(prefix) {
+                        Some(rest) => return rest.to_string(),
+                        None => seen.push(line),
+                    },
+                    Err(RecvTimeoutError::Timeout) => {
+                        panic!("no stderr line {prefix:?} within {TIMEOUT:?}; got {seen:?}")
+                    }
+                    Err(RecvTimeoutError::Disconnected) => {
+                        panic!("stderr closed before a line {prefix:?}; got {seen:?}")
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Runtime tests: descriptors, CPU time, random data, quiet panics.
+// ---------------------------------------------------------------------------
+
+/// How many descriptors this process has open (entries of `/proc/self/fd`).
+///
+/// The directory handle used to list them is counted too, the same way on
+/// every call, so two counts compare fairly.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .expect("listing /proc/self/fd")
+        .count()
+}
+
+/// CPU time (user + system) the calling thread has used so far.
+pub fn thread_cpu_time() -> std::time::Duration {
+    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable `rusage` for the call to fill.
+    let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    assert_eq!(r, 0, "getrusage: {}", std::io::Error::last_os_error());
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec as u64)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// A tiny xorshift64* generator: reproducible test data without a crate.
+#[derive(Debug, Clone)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator from `seed` (any value, zero included).
+    pub fn new(seed: u64) -> XorShift {
+        XorShift((seed ^ 0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    /// A number in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+
+    /// `len` random bytes.
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len + 8);
+        while out.len() < len {
+            out.extend_from_slice(&self.next_u64().to_le_bytes());
+        }
+        out.truncate(len);
+        out
+    }
+
+    /// Shuffles `items` in place (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            items.swap(i, j);
+        }
+    }
+}
+
+/// `len` random bytes from `seed`.
+pub fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
+    XorShift::new(seed).bytes(len)
+}
+
+/// Panics whose message contains this are expected by the test that causes
+/// them; [`quiet_panics`] keeps their reports off stderr.
+pub const EXPECTED_PANIC: &str = "deliberate test panic";
+
+/// Serialises the swapping of the process-wide panic hook.
+static HOOK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `f` with a panic hook that drops the report of every panic whose
+/// message contains [`EXPECTED_PANIC`] and passes every other panic on to
+/// the hook installed before; restores that hook afterwards. A panic of `f`
+/// itself propagates once the hook is restored.
+///
+/// Do not nest calls, or call it from two tasks of one thread at once.
+pub fn quiet_panics<R>(f: impl FnOnce() -> R) -> R {
+    use std::panic;
+    let _lock = HOOK_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let previous = std::sync::Arc::new(panic::take_hook());
+    let forward = previous.clone();
+    panic::set_hook(Box::new(move |info| {
+        if !panic_message(info.payload()).is_some_and(|m| m.contains(EXPECTED_PANIC)) {
+            forward(info);
+        }
+    }));
+    let result = panic::catch_unwind(panic::AssertUnwindSafe(f));
+    // Dropping our hook drops its clone of `previous`.
+    drop(panic::take_hook());
+    match std::sync::Arc::try_unwrap(previous) {
+        Ok(hook) => panic::set_hook(hook),
+        Err(shared) => panic::set_hook(Box::new(move |info| shared(info))),
+    }
+    match result {
+        Ok(v) => v,
+        Err(payload) => panic::resume_unwind(payload),
+    }
+}
+
+/// The message of a panic payload, when it is a string.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
+/// Runs `f`, expects it to panic, and returns the panic's message.
+pub fn panic_message_of<R>(f: impl FnOnce() -> R) -> String {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(_) => panic!("expected a panic, but the call returned"),
+        Err(payload) => panic_message(&*payload)
+            .expect("the panic payload is a string")
+            .to_string(),
+    }
+}
+
+/// Reads from a blocking std socket until end-of-file, an error or `limit`
+/// passes; returns the bytes and how the reading ended.
+pub fn read_to_end_std(
+    stream: &mut std::net::TcpStream,
+    limit: std::time::Duration,
+) -> (Vec<u8>, std::io::Result<()>) {
+    use std::io::{ErrorKind, Read};
+    let start = std::time::Instant::now();
+    let mut data = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let left = limit.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return (data, Err(ErrorKind::TimedOut.into()));
+        }
+        if let Err(e) = stream.set_read_timeout(Some(left)) {
+            return (data, Err(e));
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => return (data, Ok(())),
+            Ok(n) => data.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return (data, Err(e)),
+        }
+    }
+}
+
+/// Polls `cond` from inside a task, sleeping 1 ms between tries, until it
+/// holds or `limit` passes; returns whether it held.
+pub fn wait_until(limit: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        yieldloop::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Environment variable naming the test a child process of
+/// [`in_child_process`] is to run.
+const CHILD_TEST_VAR: &str = "YIELDLOOP_TEST_CHILD";
+
+/// Runs `body` in a child process: the test binary again, running only the
+/// test `name` (which must be the calling test's name). For checks whose
+/// failure may abort the whole process, so that an abort fails this one
+/// test instead of every test in the binary.
+///
+/// # Panics
+///
+/// If the child fails, aborts or runs over 30 s; the panic shows its
+/// output.
+pub fn in_child_process(name: &str, body: impl FnOnce()) {
+    if std::env::var(CHILD_TEST_VAR).as_deref() == Ok(name) {
+        body();
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child = std::process::Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_TEST_VAR, name)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting the child test process");
+    let pipe = |p: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let out = pipe(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = pipe(child.stderr.take().map(|p| Box::new(p) as _));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the child") {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let (out, err) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    match status {
+        // Exactly one test must have run: a wrong name would run none.
+        Some(s) if s.success() => assert!(
+            out.contains("test result: ok. 1 passed"),
+            "the child process did not run test {name}:\n{out}"
+        ),
+        Some(s) => panic!(
+            "the test failed in its child process ({s})\n--- stdout:\n{out}--- stderr:\n{err}"
+        ),
+        None => panic!("the child process ran over 30 s\n--- stdout:\n{out}--- stderr:\n{err}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// End of the runtime-test helpers.
+// ---------------------------------------------------------------------------
