@@ -26,7 +26,17 @@
 //! - `park`: [`ParkToken`], the building block of waiting primitives.
 //! - `time`: [`sleep`], [`sleep_until`], [`yield_now`].
 //! - `timeout`: [`timeout`], [`timeout_at`]: deadlines around any code.
-//! - [`net`]: [`TcpListener`](net::TcpListener), [`TcpStream`](net::TcpStream).
+//! - [`net`]: [`TcpListener`](net::TcpListener), [`TcpStream`](net::TcpStream),
+//!   [`UdpSocket`](net::UdpSocket), [`UnixListener`](net::UnixListener),
+//!   [`UnixStream`](net::UnixStream), `SO_REUSEPORT` listeners
+//!   ([`reuseport_listeners`](net::reuseport_listeners)).
+//! - `blocking`: [`spawn_blocking`], the pool for calls that would block the
+//!   thread (files, name resolution, heavy computation).
+//! - `runtime`: [`Runtime`], thread-per-core: one scheduler per worker
+//!   thread, work handed over with [`Runtime::spawn_on`]. Tasks never move
+//!   between threads.
+//! - `handoff`: a value crossing threads to a parked task
+//!   ([`BlockingHandle`], [`WorkerHandle`], [`RemoteJoinError`]).
 //!
 //! # Example
 //!
@@ -50,12 +60,15 @@
 //! assert!(start.elapsed() < Duration::from_millis(290));
 //! ```
 
+mod blocking;
 mod context;
+mod handoff;
 pub mod net;
 mod op;
 mod overflow;
 mod park;
 mod reactor;
+mod runtime;
 mod scheduler;
 mod slow;
 mod stack;
@@ -65,9 +78,15 @@ mod timeout;
 mod timer;
 mod timerfd;
 
+pub use blocking::{
+    blocking_pool_stats, set_blocking_idle_timeout, set_blocking_max_threads, spawn_blocking,
+    BlockingHandle, BlockingPoolStats, DEFAULT_BLOCKING_IDLE_TIMEOUT, DEFAULT_BLOCKING_MAX_THREADS,
+};
 pub use context::suspend;
+pub use handoff::RemoteJoinError;
 pub use op::{IoId, Op, Resume};
 pub use park::{park, park_token, ParkToken, RemoteUnparker};
+pub use runtime::{Runtime, RuntimeBuilder, WorkerHandle};
 pub use slow::{set_slow_task_threshold, slow_task_threshold};
 pub use stack::{bench_pool_cycle, guards_use_madvise, pool_stats, PoolStats};
 pub use task::{

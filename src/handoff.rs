@@ -1,0 +1,313 @@
+//! Handing one value from another thread to whoever waits for it: the
+//! plumbing under [`BlockingHandle`](crate::BlockingHandle) and
+//! [`WorkerHandle`](crate::WorkerHandle).
+//!
+//! The producing thread holds a [`Completer`], the waiting side a shared
+//! [`Handoff`]. A waiter inside a task parks with a [`RemoteUnparker`] left in
+//! the slot, so only the task pauses; a waiter outside any task sleeps on a
+//! condition variable, so its whole thread blocks.
+//!
+//! ```text
+//!   producer thread                 waiting task (its scheduler's thread)
+//!   ───────────────                 ─────────────────────────────────────
+//!                                   lock; no result: leave a RemoteUnparker
+//!                                   unlock; park
+//!   lock; store result;
+//!   take the unparker; unlock
+//!   unparker.unpark() ────────────▶ woken on the scheduler's next turn;
+//!                                   lock; take the result
+//! ```
+//!
+//! No wake-up is lost: the unparker is left under the lock that the producer
+//! takes to store the result, and the scheduler only acts on the unpark
+//! after the task has paused (it is busy running the task until then).
+
+use std::any::Any;
+use std::fmt;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::op::Resume;
+use crate::park::{park, park_token, RemoteUnparker};
+
+/// Why work handed to another thread produced no value: it panicked, or it
+/// never finished.
+///
+/// A custom error type rather than `io::Error` for the same reason as
+/// [`JoinError`](crate::JoinError): callers must be able to tell a panic
+/// from a cancellation and to get the panic's payload back (to re-raise it
+/// with [`std::panic::resume_unwind`], say).
+///
+/// # Examples
+///
+/// ```
+/// yieldloop::run(|| {
+///     let err = yieldloop::spawn_blocking(|| -> u8 { panic!("disk on fire") })
+///         .join()
+///         .unwrap_err();
+///     assert!(err.is_panic());
+///     assert_eq!(err.panic_message(), Some("disk on fire"));
+/// });
+/// ```
+pub struct RemoteJoinError {
+    repr: Repr,
+}
+
+enum Repr {
+    Panicked(Box<dyn Any + Send + 'static>),
+    /// The work was dropped before it produced a value; the text says why.
+    Cancelled(&'static str),
+}
+
+impl RemoteJoinError {
+    pub(crate) fn panicked(payload: Box<dyn Any + Send + 'static>) -> RemoteJoinError {
+        RemoteJoinError {
+            repr: Repr::Panicked(payload),
+        }
+    }
+
+    pub(crate) fn cancelled(why: &'static str) -> RemoteJoinError {
+        RemoteJoinError {
+            repr: Repr::Cancelled(why),
+        }
+    }
+
+    /// True if the work panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.repr, Repr::Panicked(_))
+    }
+
+    /// True if the work never finished: it was dropped before it ran (no
+    /// thread could be started for it, or its runtime shut down), it was
+    /// cancelled at a pause by a runtime shutting down, or the task waiting
+    /// for it is itself being torn down.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.repr, Repr::Cancelled(_))
+    }
+
+    /// The panic payload, or the error back if the work did not panic.
+    ///
+    /// # Errors
+    ///
+    /// Returns `self` if the work was cancelled.
+    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, RemoteJoinError> {
+        match self.repr {
+            Repr::Panicked(p) => Ok(p),
+            Repr::Cancelled(_) => Err(self),
+        }
+    }
+
+    /// The panic payload.
+    ///
+    /// # Panics
+    ///
+    /// Panics if the work was cancelled rather than panicking.
+    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
+        match self.try_into_panic() {
+            Ok(p) => p,
+            Err(e) => panic!("RemoteJoinError::into_panic on cancelled work ({e})"),
+        }
+    }
+
+    /// The panic message, when the payload is a string.
+    pub fn panic_message(&self) -> Option<&str> {
+        match &self.repr {
+            Repr::Panicked(p) => p
+                .downcast_ref::<&'static str>()
+                .copied()
+                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
+            Repr::Cancelled(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for RemoteJoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.repr {
+            Repr::Cancelled(why) => write!(f, "cancelled: {why}"),
+            Repr::Panicked(_) => match self.panic_message() {
+                Some(m) => write!(f, "panicked: {m}"),
+                None => f.write_str("panicked"),
+            },
+        }
+    }
+}
+
+impl fmt::Debug for RemoteJoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.repr {
+            Repr::Cancelled(why) => write!(f, "RemoteJoinError::Cancelled({why:?})"),
+            Repr::Panicked(_) => write!(f, "RemoteJoinError::Panicked({:?})", self.panic_message()),
+        }
+    }
+}
+
+impl std::error::Error for RemoteJoinError {}
+
+impl From<RemoteJoinError> for io::Error {
+    fn from(e: RemoteJoinError) -> io::Error {
+        io::Error::other(e.to_string())
+    }
+}
+
+/// The slot one value crosses threads through.
+pub(crate) struct Handoff<T> {
+    state: Mutex<State<T>>,
+    /// Signalled when the result arrives, for waiters outside any task.
+    arrived: Condvar,
+}
+
+struct State<T> {
+    /// The outcome, until the waiter takes it.
+    result: Option<Result<T, RemoteJoinError>>,
+    /// Stays true once the outcome has arrived, also after it was taken.
+    done: bool,
+    /// A task parked waiting for the outcome.
+    waiter: Option<RemoteUnparker>,
+}
+
+impl<T> fmt::Debug for Handoff<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handoff")
+            .field("done", &self.is_done())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Handoff<T> {
+    /// A new empty slot: the waiting side, and the completer for the thread
+    /// that will produce the value.
+    pub(crate) fn new() -> (Arc<Handoff<T>>, Completer<T>) {
+        let slot = Arc::new(Handoff {
+            state: Mutex::new(State {
+                result: None,
+                done: false,
+                waiter: None,
+            }),
+            arrived: Condvar::new(),
+        });
+        (
+            slot.clone(),
+            Completer {
+                slot: Some(slot),
+                why_dropped: "the work was dropped before it finished",
+            },
+        )
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        // The lock is only held for a few field moves; no panic can leave
+        // the state half-written, so a poisoned lock is still consistent.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True once the outcome has arrived. Never pauses.
+    pub(crate) fn is_done(&self) -> bool {
+        self.lock().done
+    }
+
+    /// Waits for the outcome: parks the calling task, or blocks the thread
+    /// when called outside any task.
+    pub(crate) fn wait(&self) -> Result<T, RemoteJoinError> {
+        if crate::task::current_id().is_some() {
+            self.wait_in_task()
+        } else {
+            self.wait_blocking()
+        }
+    }
+
+    fn wait_in_task(&self) -> Result<T, RemoteJoinError> {
+        loop {
+            if let Some(r) = self.lock().result.take() {
+                return r;
+            }
+            // Token and unparker are made before taking the lock, so the
+            // lock never waits on the scheduler.
+            let token = park_token();
+            let remote = token.remote();
+            {
+                let mut st = self.lock();
+                if let Some(r) = st.result.take() {
+                    return r;
+                }
+                // A clone stays here on the task's stack while it is parked:
+                // as long as one exists, the scheduler counts a wake-up from
+                // another thread as still possible. The producer drops its
+                // copy right after unparking, possibly before the scheduler
+                // has drained that wake-up.
+                st.waiter = Some(remote.clone());
+            }
+            // Nothing may pause between leaving the unparker and parking.
+            let answer = park(token, None);
+            drop(remote);
+            if let Resume::Cancelled = answer {
+                // Called while the task unwinds: it cannot wait any more.
+                self.lock().waiter = None;
+                return Err(RemoteJoinError::cancelled(
+                    "the joining task is being torn down",
+                ));
+            }
+        }
+    }
+
+    fn wait_blocking(&self) -> Result<T, RemoteJoinError> {
+        let mut st = self.lock();
+        loop {
+            if let Some(r) = st.result.take() {
+                return r;
+            }
+            st = self.arrived.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// The producing side of a [`Handoff`]. Dropping it without
+/// [`complete`](Self::complete) delivers a cancellation, so a waiter never
+/// waits for work that was lost.
+pub(crate) struct Completer<T> {
+    /// `None` once completed.
+    slot: Option<Arc<Handoff<T>>>,
+    /// The cancellation reason delivered if this is dropped uncompleted.
+    why_dropped: &'static str,
+}
+
+impl<T> fmt::Debug for Completer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Completer")
+            .field("completed", &self.slot.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Completer<T> {
+    /// Sets the reason a drop without a result will report.
+    pub(crate) fn set_drop_reason(&mut self, why: &'static str) {
+        self.why_dropped = why;
+    }
+
+    /// Delivers the outcome and wakes the waiter, if any.
+    pub(crate) fn complete(mut self, r: Result<T, RemoteJoinError>) {
+        self.deliver(r);
+    }
+
+    fn deliver(&mut self, r: Result<T, RemoteJoinError>) {
+        let Some(slot) = self.slot.take() else { return };
+        let waiter = {
+            let mut st = slot.lock();
+            st.result = Some(r);
+            st.done = true;
+            st.waiter.take()
+        };
+        slot.arrived.notify_all();
+        if let Some(w) = waiter {
+            w.unpark();
+        }
+    }
+}
+
+impl<T> Drop for Completer<T> {
+    fn drop(&mut self) {
+        let why = self.why_dropped;
+        self.deliver(Err(RemoteJoinError::cancelled(why)));
+    }
+}

@@ -1,0 +1,429 @@
+//! Unix domain stream sockets: `UnixListener` and `UnixStream`.
+//!
+//! They work like their TCP counterparts. Accepting is the plain "try, and
+//! on `WouldBlock` wait for read readiness" loop: [`Op::Accept`] is for TCP
+//! only, since the scheduler's accept produces TCP sockets.
+//!
+//! [`Op::Accept`]: crate::Op::Accept
+
+use std::fmt;
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::net::Shutdown;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use super::registered::Registered;
+use crate::op::IoId;
+
+/// A listening Unix domain socket whose `accept` pauses only the calling
+/// task.
+///
+/// Binding creates the socket file; like std, dropping the listener does
+/// not remove it: remove it yourself (a `bind` to an existing file fails
+/// with [`io::ErrorKind::AddrInUse`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use yieldloop::net::{UnixListener, UnixStream};
+///
+/// let dir = std::env::temp_dir().join(format!("yieldloop-doc-unix-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("echo.sock");
+/// let p = path.clone();
+/// yieldloop::run(move || -> std::io::Result<()> {
+///     let listener = UnixListener::bind(&p)?;
+///     let server = yieldloop::spawn(move || -> std::io::Result<()> {
+///         let (stream, _) = listener.accept()?;
+///         let (mut r, mut w) = (&stream, &stream);
+///         std::io::copy(&mut r, &mut w)?;
+///         Ok(())
+///     });
+///     let mut client = UnixStream::connect(&p)?;
+///     client.write_all(b"hi")?;
+///     client.shutdown(std::net::Shutdown::Write)?;
+///     let mut back = String::new();
+///     client.read_to_string(&mut back)?;
+///     assert_eq!(back, "hi");
+///     server.join().unwrap()
+/// })
+/// .unwrap();
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+pub struct UnixListener {
+    inner: Registered<mio::net::UnixListener>,
+}
+
+impl fmt::Debug for UnixListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UnixListener")
+            .field("fd", &self.as_raw_fd())
+            .field("local", &self.local_addr().ok())
+            .finish()
+    }
+}
+
+impl UnixListener {
+    /// Creates the socket file at `path` and listens on it.
+    ///
+    /// # Errors
+    ///
+    /// The system's error, e.g. [`io::ErrorKind::AddrInUse`] when the file
+    /// exists, or [`io::ErrorKind::Unsupported`] outside a task.
+    pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
+        Ok(UnixListener {
+            inner: Registered::new(mio::net::UnixListener::bind(path)?)?,
+        })
+    }
+
+    /// Wraps a listening std socket, switching it to non-blocking mode.
+    ///
+    /// # Errors
+    ///
+    /// If it cannot be made non-blocking or registered.
+    pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
+        listener.set_nonblocking(true)?;
+        Ok(UnixListener {
+            inner: Registered::new(mio::net::UnixListener::from_std(listener))?,
+        })
+    }
+
+    /// Waits for a connection and returns it with the peer's address
+    /// (usually unnamed).
+    ///
+    /// # Errors
+    ///
+    /// The system's error; for example `EMFILE` ("too many open files"),
+    /// after which the listener still works once descriptors free up.
+    pub fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
+        let (stream, addr) = self.inner.do_read(|l| l.accept())?;
+        Ok((
+            UnixStream {
+                inner: Registered::new(stream)?,
+            },
+            addr,
+        ))
+    }
+
+    /// An endless iterator of accepted connections, for `for` loops.
+    pub fn incoming(&self) -> UnixIncoming<'_> {
+        UnixIncoming { listener: self }
+    }
+
+    /// The address the listener is bound to.
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.io.local_addr()
+    }
+
+    /// The id the socket is registered under.
+    pub fn io_id(&self) -> IoId {
+        self.inner.id()
+    }
+
+    /// Takes the pending socket error (`SO_ERROR`), if any.
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.inner.io.take_error()
+    }
+}
+
+impl AsRawFd for UnixListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.inner.io.as_raw_fd()
+    }
+}
+
+/// The iterator of [`UnixListener::incoming`]: never ends; each item is one
+/// [`accept`](UnixListener::accept).
+#[derive(Debug)]
+pub struct UnixIncoming<'a> {
+    listener: &'a UnixListener,
+}
+
+impl Iterator for UnixIncoming<'_> {
+    type Item = io::Result<UnixStream>;
+
+    fn next(&mut self) -> Option<io::Result<UnixStream>> {
+        Some(self.listener.accept().map(|(s, _)| s))
+    }
+}
+
+/// A Unix domain stream connection whose reads and writes pause only the
+/// calling task.
+///
+/// Like [`TcpStream`](super::TcpStream), it implements [`Read`] and
+/// [`Write`] also for `&UnixStream`, so one task can read while another
+/// writes.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::{BufRead, BufReader, Write};
+/// use yieldloop::net::UnixStream;
+///
+/// yieldloop::run(|| -> std::io::Result<()> {
+///     let (a, b) = UnixStream::pair()?;
+///     let reader = yieldloop::spawn(move || {
+///         let mut line = String::new();
+///         BufReader::new(&b).read_line(&mut line).map(|_| line)
+///     });
+///     (&a).write_all(b"over the pair\n")?;
+///     assert_eq!(reader.join().unwrap()?, "over the pair\n");
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
+pub struct UnixStream {
+    inner: Registered<mio::net::UnixStream>,
+}
+
+impl fmt::Debug for UnixStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UnixStream")
+            .field("fd", &self.as_raw_fd())
+            .field("local", &self.local_addr().ok())
+            .field("peer", &self.peer_addr().ok())
+            .finish()
+    }
+}
+
+/// The longest pause between two connection attempts while the listener's
+/// backlog is full.
+const MAX_CONNECT_BACKOFF: Duration = Duration::from_millis(50);
+
+impl UnixStream {
+    /// Connects to the socket at `path`.
+    ///
+    /// When the listener's backlog is full the kernel refuses a
+    /// non-blocking connect with `EAGAIN` rather than queueing it, so this
+    /// retries, pausing the task 1 ms at first and up to 50 ms between
+    /// attempts, until the listener makes room (a blocking connect would
+    /// wait just as long).
+    ///
+    /// # Errors
+    ///
+    /// The system's error, e.g. [`io::ErrorKind::NotFound`] when no file is
+    /// there or [`io::ErrorKind::ConnectionRefused`] when nothing listens
+    /// on it; [`io::ErrorKind::Unsupported`] outside a task.
+    pub fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
+        let path = path.as_ref();
+        let mut backoff = Duration::from_millis(1);
+        let stream = loop {
+            match mio::net::UnixStream::connect(path) {
+                Ok(s) => break s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // `sleep` is a pause, so this fails outside a task;
+                    // check first for a clear error instead of a panic.
+                    if crate::task::current_id().is_none() {
+                        return Err(outside_task());
+                    }
+                    crate::sleep(backoff);
+                    backoff = (backoff * 2).min(MAX_CONNECT_BACKOFF);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        let stream = UnixStream {
+            inner: Registered::new(stream)?,
+        };
+        // Should the connect still be in progress, it is done once the
+        // socket is writable; the socket error tells how it went.
+        stream.inner.do_write(|s| {
+            if let Some(e) = s.take_error()? {
+                return Err(e);
+            }
+            match s.peer_addr() {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                    Err(io::ErrorKind::WouldBlock.into())
+                }
+                Err(e) => Err(e),
+            }
+        })?;
+        Ok(stream)
+    }
+
+    /// A connected pair of sockets, like a bidirectional pipe.
+    ///
+    /// # Errors
+    ///
+    /// The system's error, or [`io::ErrorKind::Unsupported`] outside a
+    /// task.
+    pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
+        let (a, b) = mio::net::UnixStream::pair()?;
+        Ok((
+            UnixStream {
+                inner: Registered::new(a)?,
+            },
+            UnixStream {
+                inner: Registered::new(b)?,
+            },
+        ))
+    }
+
+    /// Wraps a connected std socket, switching it to non-blocking mode.
+    ///
+    /// # Errors
+    ///
+    /// If it cannot be made non-blocking or registered.
+    pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
+        stream.set_nonblocking(true)?;
+        Ok(UnixStream {
+            inner: Registered::new(mio::net::UnixStream::from_std(stream))?,
+        })
+    }
+
+    /// The id the socket is registered under, for hand-written readiness
+    /// waits.
+    pub fn io_id(&self) -> IoId {
+        self.inner.id()
+    }
+
+    /// The local address (unnamed unless the socket was bound).
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.io.local_addr()
+    }
+
+    /// The peer's address: the listener's path for a connected client.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::NotConnected`] once the connection is gone.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.io.peer_addr()
+    }
+
+    /// Shuts down the read side, write side or both. After a write
+    /// shutdown the peer reads end-of-file.
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.inner.io.shutdown(how)
+    }
+
+    /// Makes reads fail with [`io::ErrorKind::TimedOut`] when no data comes
+    /// within `timeout` (`None`: wait forever), like std.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
+    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.inner.set_read_timeout(timeout)
+    }
+
+    /// Makes writes fail with [`io::ErrorKind::TimedOut`] when the socket
+    /// stays full for `timeout` (`None`: wait forever), like std.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
+    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.inner.set_write_timeout(timeout)
+    }
+
+    /// The read timeout.
+    ///
+    /// # Errors
+    ///
+    /// Never; `io::Result` for symmetry with std.
+    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.inner.read_timeout())
+    }
+
+    /// The write timeout.
+    ///
+    /// # Errors
+    ///
+    /// Never; `io::Result` for symmetry with std.
+    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.inner.write_timeout())
+    }
+
+    /// Takes the pending socket error (`SO_ERROR`), if any.
+    ///
+    /// # Errors
+    ///
+    /// The system's error.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.inner.io.take_error()
+    }
+}
+
+fn outside_task() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "yieldloop: sockets can only be created inside yieldloop::run",
+    )
+}
+
+impl AsRawFd for UnixStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.inner.io.as_raw_fd()
+    }
+}
+
+impl Read for &UnixStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.do_read(|mut s| s.read(buf))
+    }
+
+    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+        self.inner.do_read(|mut s| s.read_vectored(bufs))
+    }
+}
+
+impl Write for &UnixStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.do_write(|mut s| s.write(buf))
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.inner.do_write(|mut s| s.write_vectored(bufs))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        // Nothing is buffered here; data is in the kernel once written.
+        Ok(())
+    }
+}
+
+impl Read for UnixStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self).read(buf)
+    }
+
+    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+        (&*self).read_vectored(bufs)
+    }
+}
+
+impl Write for UnixStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self).write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        (&*self).write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,620 @@
+//! Thread-per-core: several OS threads, each running its own scheduler, and
+//! a way to hand work to a chosen one.
+//!
+//! Tasks never move between threads. Work is handed to a worker once, as a
+//! `Send` closure; from then on it is an ordinary task of that worker's
+//! scheduler, and everything it creates there (tasks, sockets, `Rc`s,
+//! thread-locals) stays on that thread for good. That is what keeps `Rc`,
+//! `RefCell` and thread-locals sound inside tasks: only the closure handed
+//! over and its result cross threads, so only they must be `Send`.
+//!
+//! ```text
+//!   Runtime::spawn_on(w, f) ──▶ worker w's inbox (Mutex<VecDeque>)
+//!                                 + RemoteUnparker ──▶ mio::Waker ──┐
+//!   worker w: yieldloop::run(main task) ◀──────────────────────────┘
+//!     main task: take the inbox, spawn one task per job, park again
+//!     job task:  runs f, hands the result back through a WorkerHandle
+//! ```
+//!
+//! For a server, give each worker its own listening socket bound with
+//! `SO_REUSEPORT` ([`reuseport_listeners`](crate::net::reuseport_listeners));
+//! the kernel then spreads incoming connections over the workers, and no
+//! connection ever changes thread.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::thread;
+
+use crate::handoff::{Completer, Handoff, RemoteJoinError};
+use crate::park::{park, park_token, RemoteUnparker};
+
+thread_local! {
+    /// The index of the runtime worker this thread is, if it is one.
+    static CURRENT_WORKER: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Thread-per-core: a set of worker threads, each running its own
+/// scheduler.
+///
+/// Built with [`Runtime::builder`]; work is handed to a chosen worker with
+/// [`spawn_on`](Self::spawn_on) (or to each with
+/// [`spawn_each`](Self::spawn_each)). Dropping the runtime (or calling
+/// [`shutdown`](Self::shutdown)) stops every worker and joins its thread.
+///
+/// # Tasks never move between threads
+///
+/// Work crosses to a worker once, as a `Send` closure; from then on it is an
+/// ordinary task of that worker's scheduler, and everything it creates
+/// there (tasks, sockets, `Rc`s, `RefCell`s, thread-locals) stays on that
+/// thread for good. That is what keeps `Rc` and thread-locals sound inside
+/// tasks: only the closure handed over and its result cross threads, so
+/// only they must be `Send`. There is no work stealing; spread the load by
+/// giving each worker its own share, for a server its own `SO_REUSEPORT`
+/// listener ([`reuseport_listeners`](crate::net::reuseport_listeners)).
+///
+/// # Examples
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// let rt = yieldloop::Runtime::builder().workers(2).build().unwrap();
+/// let handles: Vec<_> = (0..rt.workers())
+///     .map(|w| {
+///         rt.spawn_on(w, move || {
+///             // A task of worker `w`: Rc is fine, it never leaves this thread.
+///             let shared = Rc::new(w * 10);
+///             let s = shared.clone();
+///             let child = yieldloop::spawn(move || *s + 1);
+///             (yieldloop::Runtime::current_worker(), child.join().unwrap())
+///         })
+///     })
+///     .collect();
+/// // Joined from a plain thread: each join blocks until the result is in.
+/// let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+/// assert_eq!(results, [(Some(0), 1), (Some(1), 11)]);
+/// rt.shutdown();
+/// ```
+pub struct Runtime {
+    workers: Vec<Worker>,
+}
+
+/// The runtime's side of one worker thread.
+struct Worker {
+    inbox: Arc<Inbox>,
+    /// `None` once joined.
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+/// Work waiting for one worker.
+struct Inbox {
+    state: Mutex<InboxState>,
+}
+
+struct InboxState {
+    jobs: VecDeque<Job>,
+    /// Set by shutdown, or when the worker's thread ends; no job is taken
+    /// after that.
+    closed: bool,
+    /// The worker's main task, parked waiting for jobs.
+    /// # Invariant
+    /// `Some` only while `jobs` is empty: whoever queues a job takes it
+    /// and unparks.
+    waiter: Option<RemoteUnparker>,
+}
+
+/// A job: spawns nothing itself; the worker runs it as a task's body.
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workers", &self.workers.len())
+            .finish()
+    }
+}
+
+impl Inbox {
+    fn lock(&self) -> MutexGuard<'_, InboxState> {
+        // Held for a few moves only, and nothing in those panics.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `job` and wakes the worker; hands the job back if the worker
+    /// is gone.
+    fn push(&self, job: Job) -> Result<(), Job> {
+        let waiter = {
+            let mut st = self.lock();
+            if st.closed {
+                return Err(job);
+            }
+            st.jobs.push_back(job);
+            st.waiter.take()
+        };
+        if let Some(w) = waiter {
+            w.unpark();
+        }
+        Ok(())
+    }
+
+    /// Stops the worker: no more jobs are taken, and the queued ones are
+    /// dropped (their handles report a cancellation).
+    fn close(&self) {
+        let (jobs, waiter) = {
+            let mut st = self.lock();
+            st.closed = true;
+            (std::mem::take(&mut st.jobs), st.waiter.take())
+        };
+        // Dropped outside the lock: a job's drop wakes its waiter.
+        drop(jobs);
+        if let Some(w) = waiter {
+            w.unpark();
+        }
+    }
+}
+
+impl Runtime {
+    /// A builder for a runtime; see [`RuntimeBuilder`].
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// A runtime with one worker per available core and no pinning.
+    ///
+    /// # Errors
+    ///
+    /// As for [`RuntimeBuilder::build`].
+    pub fn new() -> io::Result<Runtime> {
+        Runtime::builder().build()
+    }
+
+    /// How many workers the runtime has; they are numbered from 0.
+    pub fn workers(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// The index of the worker the calling thread is, or `None` on a thread
+    /// that is not a runtime worker.
+    pub fn current_worker() -> Option<usize> {
+        CURRENT_WORKER.with(Cell::get)
+    }
+
+    /// Runs `f` as a new task on worker `worker` and returns a handle to its
+    /// value.
+    ///
+    /// `f` runs on the worker's thread like any task there: it may spawn
+    /// tasks, open sockets and use `Rc`; none of that ever leaves the
+    /// thread. Only `f` and its value cross threads, hence `Send`.
+    ///
+    /// # Panics
+    ///
+    /// If `worker >= self.workers()`.
+    ///
+    /// The closure must be `Send`, since it crosses threads; an `Rc` made
+    /// outside cannot go with it:
+    ///
+    /// ```compile_fail
+    /// let rt = yieldloop::Runtime::builder().workers(1).build().unwrap();
+    /// let shared = std::rc::Rc::new(5);
+    /// rt.spawn_on(0, move || *shared + 1);
+    /// ```
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = yieldloop::Runtime::builder().workers(2).build().unwrap();
+    /// let h = rt.spawn_on(1, || {
+    ///     yieldloop::sleep(std::time::Duration::from_millis(5));
+    ///     yieldloop::Runtime::current_worker()
+    /// });
+    /// // Joined from a task: only the task pauses.
+    /// let got = yieldloop::run(move || h.join().unwrap());
+    /// assert_eq!(got, Some(1));
+    /// ```
+    pub fn spawn_on<F, T>(&self, worker: usize, f: F) -> WorkerHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let n = self.workers.len();
+        assert!(
+            worker < n,
+            "yieldloop::Runtime::spawn_on: worker {worker} does not exist (the runtime has {n})"
+        );
+        let (slot, mut completer) = Handoff::new();
+        completer.set_drop_reason("the worker stopped before the task finished");
+        let job: Job = Box::new(move || run_job(f, completer));
+        // A refused job is dropped here, which reports the cancellation.
+        let _ = self.workers[worker].inbox.push(job);
+        WorkerHandle { slot, worker }
+    }
+
+    /// Runs `f(worker)` on every worker, one task each, and returns the
+    /// handles in worker order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = yieldloop::Runtime::builder().workers(3).build().unwrap();
+    /// let ids: Vec<usize> = rt
+    ///     .spawn_each(|w| {
+    ///         assert_eq!(yieldloop::Runtime::current_worker(), Some(w));
+    ///         w
+    ///     })
+    ///     .into_iter()
+    ///     .map(|h| h.join().unwrap())
+    ///     .collect();
+    /// assert_eq!(ids, [0, 1, 2]);
+    /// ```
+    pub fn spawn_each<F, T>(&self, f: F) -> Vec<WorkerHandle<T>>
+    where
+        F: Fn(usize) -> T + Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        let f = Arc::new(f);
+        (0..self.workers.len())
+            .map(|w| {
+                let f = f.clone();
+                self.spawn_on(w, move || f(w))
+            })
+            .collect()
+    }
+
+    /// Runs `f` as a task on worker 0 and blocks the calling thread until
+    /// it returns (inside a task, pauses the task instead).
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics, the panic is resumed here with its payload. Also
+    /// panics if the task is cancelled, which only happens if worker 0
+    /// stopped (its thread died).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = yieldloop::Runtime::builder().workers(1).build().unwrap();
+    /// assert_eq!(rt.block_on(|| 6 * 7), 42);
+    /// ```
+    pub fn block_on<F, T>(&self, f: F) -> T
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.spawn_on(0, f).join() {
+            Ok(v) => v,
+            Err(e) if e.is_panic() => panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("yieldloop::Runtime::block_on: {e}"),
+        }
+    }
+
+    /// Stops every worker and joins their threads.
+    ///
+    /// Each worker stops taking work; jobs not yet started are dropped, and
+    /// the tasks still alive on it are cancelled: unwound from where they
+    /// are paused, so their destructors run and their sockets close. The
+    /// handles of work that did not finish report a cancellation. A task
+    /// that is not paused but blocking its thread (which tasks must not do)
+    /// delays this until it pauses or ends.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        for w in &self.workers {
+            w.inbox.close();
+        }
+        for w in &mut self.workers {
+            if let Some(t) = w.thread.take() {
+                // A worker whose scheduler panicked has reported it on stderr
+                // already; shutting down goes on with the others.
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl Drop for Runtime {
+    /// The same as [`shutdown`](Runtime::shutdown).
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Runs one job's closure as a task body and delivers its outcome.
+fn run_job<F, T>(f: F, completer: Completer<T>)
+where
+    F: FnOnce() -> T,
+{
+    match panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => completer.complete(Ok(v)),
+        Err(payload) => {
+            if crate::context::forced_unwind() {
+                // The scheduler is tearing the task down (a shutdown): let
+                // the unwind go on; dropping the completer reports it.
+                panic::resume_unwind(payload);
+            }
+            completer.complete(Err(RemoteJoinError::panicked(payload)));
+        }
+    }
+}
+
+/// A worker thread's main task: take jobs from the inbox, spawn a task for
+/// each, park until more come; return once the inbox is closed (which makes
+/// `run` cancel the tasks left).
+fn worker_main(inbox: &Inbox, stack_size: usize) {
+    loop {
+        let jobs = {
+            let mut st = inbox.lock();
+            if st.closed {
+                return;
+            }
+            std::mem::take(&mut st.jobs)
+        };
+        if jobs.is_empty() {
+            // Token and unparker are made outside the lock.
+            let token = park_token();
+            let remote = token.remote();
+            {
+                let mut st = inbox.lock();
+                if st.closed || !st.jobs.is_empty() {
+                    continue;
+                }
+                // The clone kept here while parked tells the scheduler that
+                // a wake-up from another thread is still possible, until this
+                // task has actually been woken (see `handoff`).
+                st.waiter = Some(remote.clone());
+            }
+            // Nothing pauses between leaving the unparker and parking.
+            let _ = park(token, None);
+            drop(remote);
+            continue;
+        }
+        for job in jobs {
+            // Without a stack the job is dropped, which tells its handle.
+            if let Err(e) = crate::Builder::new().stack_size(stack_size).spawn(job) {
+                eprintln!("yieldloop: runtime worker cannot start a task: {e}");
+            }
+        }
+    }
+}
+
+/// Configures a [`Runtime`].
+///
+/// # Examples
+///
+/// ```
+/// let rt = yieldloop::Runtime::builder()
+///     .workers(2)
+///     .pin(false)
+///     .name("web")
+///     .build()
+///     .expect("threads start");
+/// assert_eq!(rt.workers(), 2);
+/// ```
+#[derive(Debug, Clone)]
+pub struct RuntimeBuilder {
+    workers: Option<usize>,
+    pin: bool,
+    name: String,
+    stack_size: usize,
+}
+
+impl Default for RuntimeBuilder {
+    fn default() -> Self {
+        RuntimeBuilder {
+            workers: None,
+            pin: false,
+            name: "yieldloop-worker".into(),
+            stack_size: crate::DEFAULT_STACK_SIZE,
+        }
+    }
+}
+
+impl RuntimeBuilder {
+    /// The number of worker threads (default: the number of cores
+    /// [`std::thread::available_parallelism`] reports). 0 is taken as 1.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n.max(1));
+        self
+    }
+
+    /// Pins worker `i` to the `i`-th CPU the process may run on (wrapping
+    /// around when there are more workers than CPUs), with
+    /// `sched_setaffinity`. Off by default. Pinning keeps each worker's
+    /// caches warm and its interrupts local, and suits a machine dedicated
+    /// to the server; leave it off where other programs share the CPUs.
+    pub fn pin(mut self, pin: bool) -> Self {
+        self.pin = pin;
+        self
+    }
+
+    /// The worker threads' name prefix; worker `i` is named `"{name}-{i}"`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The stack size of the tasks [`Runtime::spawn_on`] starts (default
+    /// [`DEFAULT_STACK_SIZE`](crate::DEFAULT_STACK_SIZE)); see
+    /// [`Builder::stack_size`](crate::Builder::stack_size).
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// Starts the worker threads and waits until each runs its scheduler.
+    ///
+    /// # Errors
+    ///
+    /// If a thread cannot be started, or pinning was asked for and the
+    /// system refuses it. The workers already started are stopped again.
+    pub fn build(self) -> io::Result<Runtime> {
+        let n = match self.workers {
+            Some(n) => n,
+            None => thread::available_parallelism().map_or(1, usize::from),
+        };
+        let cpus = if self.pin {
+            let cpus = affinity::allowed_cpus()?;
+            if cpus.is_empty() {
+                return Err(io::Error::other("no CPU to pin the workers to"));
+            }
+            cpus
+        } else {
+            Vec::new()
+        };
+        let mut rt = Runtime {
+            workers: Vec::with_capacity(n),
+        };
+        let (ready_tx, ready_rx) = mpsc::channel::<io::Result<()>>();
+        for i in 0..n {
+            let inbox = Arc::new(Inbox {
+                state: Mutex::new(InboxState {
+                    jobs: VecDeque::new(),
+                    closed: false,
+                    waiter: None,
+                }),
+            });
+            let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+            let ready = ready_tx.clone();
+            let theirs = inbox.clone();
+            let stack_size = self.stack_size;
+            let thread = thread::Builder::new()
+                .name(format!("{}-{i}", self.name))
+                .spawn(move || worker_thread(i, cpu, &theirs, stack_size, &ready))?;
+            rt.workers.push(Worker {
+                inbox,
+                thread: Some(thread),
+            });
+            // Wait for this worker before the next, so an error stops early.
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err(io::Error::other("a runtime worker died while starting")),
+            }
+        }
+        Ok(rt)
+    }
+}
+
+/// A worker thread's body.
+fn worker_thread(
+    index: usize,
+    cpu: Option<usize>,
+    inbox: &Arc<Inbox>,
+    stack_size: usize,
+    ready: &mpsc::Sender<io::Result<()>>,
+) {
+    /// Closes the inbox when the thread ends, however it ends, so no job
+    /// waits for a worker that is gone.
+    struct CloseOnExit<'a>(&'a Inbox);
+    impl Drop for CloseOnExit<'_> {
+        fn drop(&mut self) {
+            self.0.close();
+        }
+    }
+    let _close = CloseOnExit(inbox);
+    if let Some(cpu) = cpu {
+        if let Err(e) = affinity::pin_current_thread(cpu) {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    }
+    CURRENT_WORKER.with(|c| c.set(Some(index)));
+    let inbox = inbox.clone();
+    let ready = ready.clone();
+    crate::run(move || {
+        let _ = ready.send(Ok(()));
+        drop(ready);
+        worker_main(&inbox, stack_size);
+    });
+}
+
+/// An owned permission to wait for the value of a task started with
+/// [`Runtime::spawn_on`].
+///
+/// It is `Send`: join it from a task on any scheduler (the task pauses) or
+/// from a plain thread (the thread blocks). Dropping it detaches the task.
+pub struct WorkerHandle<T> {
+    slot: Arc<Handoff<T>>,
+    worker: usize,
+}
+
+impl<T> fmt::Debug for WorkerHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerHandle")
+            .field("worker", &self.worker)
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+impl<T> WorkerHandle<T> {
+    /// The worker the task runs on.
+    pub fn worker(&self) -> usize {
+        self.worker
+    }
+
+    /// True once the task has returned, panicked or been cancelled. Never
+    /// pauses.
+    pub fn is_finished(&self) -> bool {
+        self.slot.is_done()
+    }
+
+    /// Waits for the task's value. Inside a task this pauses only the task;
+    /// outside any task it blocks the thread.
+    ///
+    /// # Errors
+    ///
+    /// A [`RemoteJoinError`] carrying the payload if the task panicked, or
+    /// a cancellation if the runtime shut down before the task finished.
+    pub fn join(self) -> Result<T, RemoteJoinError> {
+        self.slot.wait()
+    }
+}
+
+/// CPU pinning with `sched_getaffinity`/`sched_setaffinity`.
+mod affinity {
+    use std::io;
+
+    /// A CPU mask as the kernel reads it: 1024 bits, like glibc's
+    /// `cpu_set_t`. Built by hand rather than with libc's `CPU_SET`, which
+    /// is an `unsafe fn`: setting bits in an array needs no unsafety.
+    type Mask = [u64; 16];
+
+    /// The CPUs this process may run on, in increasing order.
+    pub(super) fn allowed_cpus() -> io::Result<Vec<usize>> {
+        let mut mask: Mask = [0; 16];
+        // SAFETY: the pointer and length describe `mask`, which lives for
+        // the call; the kernel writes at most that many bytes into it.
+        let r = unsafe {
+            libc::sched_getaffinity(0, std::mem::size_of::<Mask>(), mask.as_mut_ptr().cast())
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((0..mask.len() * 64)
+            .filter(|&cpu| mask[cpu / 64] & (1 << (cpu % 64)) != 0)
+            .collect())
+    }
+
+    /// Pins the calling thread to `cpu`.
+    pub(super) fn pin_current_thread(cpu: usize) -> io::Result<()> {
+        let mut mask: Mask = [0; 16];
+        let word = mask
+            .get_mut(cpu / 64)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "CPU number too high"))?;
+        *word |= 1 << (cpu % 64);
+        // SAFETY: the pointer and length describe `mask`, which lives for
+        // the call; the kernel only reads it. Thread id 0 is this thread.
+        let r = unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<Mask>(), mask.as_ptr().cast())
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
