@@ -1,0 +1,758 @@
+//! Turns the raw results of bench/run.sh into docs/benchmarks.md and the
+//! sleepers plot (SVG, drawn with plotters).
+//!
+//! ```text
+//! report --results bench/results --md docs/benchmarks.md --svg docs/img/sleepers.svg
+//! ```
+//!
+//! Inputs, all in the results directory, one record per line:
+//!
+//! - `sleepers.txt`: `sleepers runtime=.. n=.. wall_s=.. spawn_s=.. hwm_kb=.. maps=.. rep=.. ok=1`,
+//!   or `... ok=0 status=.. reason=free text to the end of the line`.
+//! - `echo.txt`: `echo server=.. rep=.. utime=.. stime=.. conns=.. size=.. secs=.. rt_total=.. rt=.. rps=.. p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=.. ok=1`.
+//! - `meta.txt`: `key=value` lines about the machine and the run.
+//! - `commands.txt`: the command lines, copied into the document.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+const NS: [u64; 5] = [1, 1_000, 10_000, 100_000, 1_000_000];
+const RUNTIMES: [&str; 5] = ["yieldloop", "tokio", "may", "threads", "asyncio"];
+const SERVERS: [&str; 4] = ["yieldloop", "tokio", "may", "mio"];
+const CONNS: [u64; 3] = [1, 64, 512];
+
+/// One result line: its fields, and the free-text reason of a failure.
+#[derive(Debug, Default)]
+struct Rec {
+    fields: BTreeMap<String, String>,
+    reason: Option<String>,
+}
+
+impl Rec {
+    fn parse(line: &str) -> Rec {
+        let (head, reason) = match line.find(" reason=") {
+            Some(i) => (&line[..i], Some(line[i + 8..].trim().to_string())),
+            None => (line, None),
+        };
+        let fields = head
+            .split_whitespace()
+            .filter_map(|t| t.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Rec { fields, reason }
+    }
+
+    fn s(&self, k: &str) -> &str {
+        self.fields.get(k).map_or("", String::as_str)
+    }
+
+    fn f(&self, k: &str) -> f64 {
+        self.s(k).parse().unwrap_or(f64::NAN)
+    }
+
+    fn ok(&self) -> bool {
+        self.s("ok") == "1"
+    }
+}
+
+fn read_recs(path: &Path) -> Vec<Rec> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(Rec::parse)
+        .collect()
+}
+
+fn read_meta(path: &Path) -> BTreeMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Median, minimum and maximum.
+#[derive(Clone, Copy, Debug)]
+struct Stat {
+    med: f64,
+    min: f64,
+    max: f64,
+    n: usize,
+}
+
+fn stat(mut v: Vec<f64>) -> Option<Stat> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    let med = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    Some(Stat {
+        med,
+        min: v[0],
+        max: v[n - 1],
+        n,
+    })
+}
+
+/// A number with about three significant digits.
+fn num(x: f64) -> String {
+    let a = x.abs();
+    if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// A tick label without trailing zeros: 0.1, 1, 10.
+fn trim_num(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Integer with thousands separators.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn cell(s: Option<Stat>) -> String {
+    match s {
+        Some(s) if s.n > 1 => format!("{} ({}–{})", num(s.med), num(s.min), num(s.max)),
+        Some(s) => format!("{} (1 run)", num(s.med)),
+        None => "—".into(),
+    }
+}
+
+struct Args {
+    results: PathBuf,
+    md: PathBuf,
+    svg: PathBuf,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        results: "bench/results".into(),
+        md: "docs/benchmarks.md".into(),
+        svg: "docs/img/sleepers.svg".into(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let v = it.next().unwrap_or_default();
+        match k.as_str() {
+            "--results" => a.results = v.into(),
+            "--md" => a.md = v.into(),
+            "--svg" => a.svg = v.into(),
+            _ => {
+                eprintln!("usage: report --results DIR --md FILE --svg FILE");
+                std::process::exit(2);
+            }
+        }
+    }
+    a
+}
+
+fn main() {
+    let a = args();
+    let sleepers = read_recs(&a.results.join("sleepers.txt"));
+    let echo = read_recs(&a.results.join("echo.txt"));
+    let meta = read_meta(&a.results.join("meta.txt"));
+    let commands = std::fs::read_to_string(a.results.join("commands.txt")).unwrap_or_default();
+
+    let svg_rel = relative_to(&a.svg, a.md.parent().unwrap_or(Path::new(".")));
+    if let Err(e) = plot(&sleepers, &a.svg) {
+        eprintln!("report: plot failed: {e}");
+    }
+    let md = markdown(&sleepers, &echo, &meta, &commands, &svg_rel);
+    if let Err(e) = std::fs::write(&a.md, md) {
+        eprintln!("report: writing {}: {e}", a.md.display());
+        std::process::exit(1);
+    }
+    eprintln!("report: wrote {} and {}", a.md.display(), a.svg.display());
+}
+
+/// `target` relative to `dir` when it lies below it (for the image link).
+fn relative_to(target: &Path, dir: &Path) -> String {
+    let t = std::fs::canonicalize(target.parent().unwrap_or(Path::new(".")))
+        .map(|p| p.join(target.file_name().unwrap_or_default()))
+        .unwrap_or_else(|_| target.to_path_buf());
+    let d = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    t.strip_prefix(&d)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| t.display().to_string())
+}
+
+// ------------------------------------------------------------- sleepers
+
+struct SleeperCell {
+    wall: Option<Stat>,
+    over_ms: Option<Stat>,
+    spawn_ms: Option<Stat>,
+    hwm_mib: Option<Stat>,
+    maps: Option<Stat>,
+    failure: Option<String>,
+    tried: bool,
+}
+
+fn sleeper_cell(recs: &[Rec], rt: &str, n: u64) -> SleeperCell {
+    let mine: Vec<&Rec> = recs
+        .iter()
+        .filter(|r| r.s("runtime") == rt && r.s("n") == n.to_string())
+        .collect();
+    let ok: Vec<&&Rec> = mine.iter().filter(|r| r.ok()).collect();
+    let col = |f: &dyn Fn(&Rec) -> f64| stat(ok.iter().map(|r| f(r)).collect());
+    SleeperCell {
+        wall: col(&|r| r.f("wall_s")),
+        over_ms: col(&|r| (r.f("wall_s") - 1.0) * 1e3),
+        spawn_ms: col(&|r| r.f("spawn_s") * 1e3),
+        hwm_mib: col(&|r| r.f("hwm_kb") / 1024.0),
+        maps: col(&|r| r.f("maps")),
+        failure: mine
+            .iter()
+            .find(|r| !r.ok())
+            .map(|r| r.reason.clone().unwrap_or_else(|| "failed".into())),
+        tried: !mine.is_empty(),
+    }
+}
+
+fn runtimes_present(recs: &[Rec]) -> Vec<&'static str> {
+    RUNTIMES
+        .iter()
+        .copied()
+        .filter(|rt| recs.iter().any(|r| r.s("runtime") == *rt))
+        .collect()
+}
+
+fn color(rt: &str) -> RGBColor {
+    match rt {
+        "yieldloop" => RGBColor(214, 39, 40),
+        "tokio" => RGBColor(31, 119, 180),
+        "may" => RGBColor(44, 160, 44),
+        "threads" => RGBColor(148, 103, 189),
+        "asyncio" => RGBColor(255, 127, 14),
+        _ => RGBColor(90, 90, 90),
+    }
+}
+
+fn n_label(n: f64) -> String {
+    match n.round() as u64 {
+        0 => String::new(),
+        n if n >= 1_000_000 => format!("{}M", n / 1_000_000),
+        n if n >= 1_000 => format!("{}k", n / 1_000),
+        n => n.to_string(),
+    }
+}
+
+fn plot(recs: &[Rec], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let rts = runtimes_present(recs);
+    // (runtime, [(n, wall median, min, max, overhead ms median, min, max)])
+    type Row = (f64, Stat, Stat);
+    let series: Vec<(&str, Vec<Row>)> = rts
+        .iter()
+        .map(|&rt| {
+            let pts = NS
+                .iter()
+                .filter_map(|&n| {
+                    let c = sleeper_cell(recs, rt, n);
+                    Some((n as f64, c.wall?, c.over_ms?))
+                })
+                .collect();
+            (rt, pts)
+        })
+        .collect();
+    let wall_max = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|r| r.1.max))
+        .fold(1.0f64, f64::max);
+    let (o_lo, o_hi) = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().flat_map(|r| [r.2.min, r.2.max]))
+        .filter(|v| *v > 0.0)
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (o_lo, o_hi) = if o_lo <= o_hi {
+        (
+            10f64.powf(o_lo.log10().floor()),
+            10f64.powf(o_hi.log10().ceil()),
+        )
+    } else {
+        (0.01, 1000.0)
+    };
+
+    let root = SVGBackend::new(path, (1200, 540)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (title, body) = root.split_vertically(40);
+    let (body, _notes_area) = body.split_vertically(470);
+    title.titled(
+        "Sleepers: N tasks each sleep 1 s, then all are joined (median, bars: min–max)",
+        ("sans-serif", 20),
+    )?;
+    let (left, right) = body.split_horizontally(600);
+    let x_range = || (0.5f64..2.0e6f64).log_scale();
+
+    // Left: total wall time, linear.
+    let mut c = ChartBuilder::on(&left)
+        .caption("Wall time (s)", ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(55)
+        .build_cartesian_2d(x_range(), 0.0f64..(wall_max * 1.08).ceil())?;
+    c.configure_mesh()
+        .x_desc("N (tasks), log scale")
+        .y_desc("seconds")
+        .x_label_formatter(&|x| n_label(*x))
+        .draw()?;
+    for (rt, pts) in &series {
+        let col = color(rt);
+        c.draw_series(LineSeries::new(
+            pts.iter().map(|r| (r.0, r.1.med)),
+            col.stroke_width(2),
+        ))?
+        .label(*rt)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
+        c.draw_series(
+            pts.iter()
+                .map(|r| Circle::new((r.0, r.1.med), 3, col.filled())),
+        )?;
+        c.draw_series(
+            pts.iter()
+                .map(|r| PathElement::new(vec![(r.0, r.1.min), (r.0, r.1.max)], col)),
+        )?;
+    }
+    c.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+
+    // Right: overhead above the 1 s sleep, log scale.
+    let mut c = ChartBuilder::on(&right)
+        .caption("Overhead above 1 s (ms), log scale", ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(55)
+        .build_cartesian_2d(x_range(), (o_lo..o_hi).log_scale())?;
+    c.configure_mesh()
+        .x_desc("N (tasks), log scale")
+        .y_desc("milliseconds")
+        .x_label_formatter(&|x| n_label(*x))
+        .y_label_formatter(&|y| trim_num(*y))
+        .draw()?;
+    let clamp = |v: f64| v.max(o_lo);
+    for (rt, pts) in &series {
+        let col = color(rt);
+        c.draw_series(LineSeries::new(
+            pts.iter().map(|r| (r.0, clamp(r.2.med))),
+            col.stroke_width(2),
+        ))?
+        .label(*rt)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
+        c.draw_series(
+            pts.iter()
+                .map(|r| Circle::new((r.0, clamp(r.2.med)), 3, col.filled())),
+        )?;
+        c.draw_series(
+            pts.iter()
+                .map(|r| PathElement::new(vec![(r.0, clamp(r.2.min)), (r.0, clamp(r.2.max))], col)),
+        )?;
+    }
+    c.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    // Cells that failed or were not run, under the charts.
+    let mut notes = Vec::new();
+    for &rt in &rts {
+        let failed: Vec<String> = NS
+            .iter()
+            .filter(|&&n| {
+                let c = sleeper_cell(recs, rt, n);
+                c.wall.is_none() && c.failure.is_some()
+            })
+            .map(|&n| n_label(n as f64))
+            .collect();
+        if !failed.is_empty() {
+            notes.push(format!("{rt} failed at N = {}", failed.join(", ")));
+        }
+        let skipped: Vec<String> = NS
+            .iter()
+            .filter(|&&n| !sleeper_cell(recs, rt, n).tried)
+            .map(|&n| n_label(n as f64))
+            .collect();
+        if !skipped.is_empty() {
+            notes.push(format!("{rt} not run at N = {}", skipped.join(", ")));
+        }
+    }
+    if !notes.is_empty() {
+        root.draw(&Text::new(
+            format!("Missing points: {}.", notes.join("; ")),
+            (20, 500),
+            ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)),
+        ))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+// ------------------------------------------------------------- echo
+
+struct EchoCell {
+    cpu_ns: Option<Stat>,
+    user_pct: Option<Stat>,
+    rps: Option<Stat>,
+    p50: Option<Stat>,
+    p99: Option<Stat>,
+    p999: Option<Stat>,
+    errors: u64,
+    failures: Vec<String>,
+}
+
+fn echo_cell(recs: &[Rec], server: &str, conns: u64, clk_tck: f64) -> EchoCell {
+    let mine: Vec<&Rec> = recs
+        .iter()
+        .filter(|r| r.s("server") == server && r.s("conns") == conns.to_string())
+        .collect();
+    let ok: Vec<&&Rec> = mine.iter().filter(|r| r.ok()).collect();
+    let col = |f: &dyn Fn(&Rec) -> f64| stat(ok.iter().map(|r| f(r)).collect());
+    EchoCell {
+        cpu_ns: col(&|r| (r.f("utime") + r.f("stime")) / clk_tck * 1e9 / r.f("rt_total").max(1.0)),
+        user_pct: col(&|r| {
+            let t = r.f("utime") + r.f("stime");
+            if t > 0.0 {
+                100.0 * r.f("utime") / t
+            } else {
+                f64::NAN
+            }
+        }),
+        rps: col(&|r| r.f("rps")),
+        p50: col(&|r| r.f("p50_us")),
+        p99: col(&|r| r.f("p99_us")),
+        p999: col(&|r| r.f("p999_us")),
+        errors: ok.iter().map(|r| r.f("errors").max(0.0) as u64).sum(),
+        failures: mine
+            .iter()
+            .filter(|r| !r.ok())
+            .map(|r| r.reason.clone().unwrap_or_else(|| "failed".into()))
+            .collect(),
+    }
+}
+
+// ------------------------------------------------------------- markdown
+
+fn markdown(
+    sleepers: &[Rec],
+    echo: &[Rec],
+    meta: &BTreeMap<String, String>,
+    commands: &str,
+    svg_rel: &str,
+) -> String {
+    let m = |k: &str| meta.get(k).map_or("?", String::as_str);
+    let clk_tck: f64 = m("clk_tck").parse().unwrap_or(100.0);
+    let mut o = String::new();
+    let w = &mut o;
+    let _ = writeln!(w, "# Benchmarks\n");
+    let _ = writeln!(
+        w,
+        "Generated by `bench/run.sh` on {} (total run time {} s, of which {} s building). \
+         Do not edit by hand: run the script again.\n",
+        m("date"),
+        m("total_s"),
+        m("build_s"),
+    );
+    let _ = writeln!(w, "## Machine\n");
+    let _ = writeln!(w, "| | |\n|---|---|");
+    for (k, label) in [
+        ("kernel", "Kernel"),
+        ("cpu", "CPU model"),
+        ("cores", "Cores"),
+        ("mem", "Memory"),
+        ("rustc", "rustc"),
+        ("python", "Python"),
+        ("yieldloop", "yieldloop commit"),
+        ("versions", "Compared crates"),
+        ("max_map_count", "vm.max_map_count"),
+        ("thp", "Transparent huge pages"),
+        ("load_start", "Load average at start (1/5/15 min)"),
+        ("load_end", "Load average at end"),
+    ] {
+        if let Some(v) = meta.get(k) {
+            let _ = writeln!(w, "| {label} | {} |", v.replace('|', "\\|"));
+        }
+    }
+    let _ = writeln!(
+        w,
+        "\nThe machine is shared: other processes (builds) may run at the same time, \
+         which shows up as spread between runs (the min–max ranges) and in the load \
+         averages above. Wall times and latencies suffer from that; CPU time per \
+         round trip much less.\n"
+    );
+
+    // ---- sleepers
+    let rts = runtimes_present(sleepers);
+    let _ = writeln!(w, "## Sleepers\n");
+    let _ = writeln!(
+        w,
+        "The workload of the generators article: N tasks each sleep one second and \
+         then return a pseudo-random number; all are joined. Each runtime runs on one \
+         thread (tokio `current_thread`, may with `set_workers(1)` and everything spawned \
+         from inside one coroutine, yieldloop's single scheduler); `threads` is one OS \
+         thread per task (only up to N = 10,000); `asyncio` is CPython's event loop with \
+         `asyncio.create_task` + `gather`. Every measurement is a separate process. Runs \
+         per cell: {} for N ≤ 10,000, {} for 100,000, {} for 1,000,000 ({} for asyncio, \
+         the slowest there); a cell that fails once is not repeated.\n",
+        m("reps"),
+        m("reps_100k"),
+        m("reps_1m"),
+        m("reps_1m_asyncio"),
+    );
+    let _ = writeln!(w, "![time vs N]({svg_rel})\n");
+
+    let mut footnotes: Vec<String> = Vec::new();
+    let table = |w: &mut String,
+                 title: &str,
+                 what: &dyn Fn(&SleeperCell) -> Option<Stat>,
+                 footnotes: &mut Vec<String>| {
+        let _ = writeln!(w, "### {title}\n");
+        let _ = write!(w, "| runtime |");
+        for n in NS {
+            let _ = write!(w, " N = {} |", thousands(n));
+        }
+        let _ = writeln!(w, "\n|---|{}", "---:|".repeat(NS.len()));
+        for &rt in &rts {
+            let _ = write!(w, "| {rt} |");
+            for n in NS {
+                let c = sleeper_cell(sleepers, rt, n);
+                let text = if let Some(s) = what(&c) {
+                    cell(Some(s))
+                } else if let Some(reason) = &c.failure {
+                    let note = format!("{rt}, N = {}: {reason}", thousands(n));
+                    let idx = match footnotes.iter().position(|f| *f == note) {
+                        Some(i) => i + 1,
+                        None => {
+                            footnotes.push(note);
+                            footnotes.len()
+                        }
+                    };
+                    format!("failed [{idx}]")
+                } else if c.tried {
+                    "—".into()
+                } else {
+                    "not run".into()
+                };
+                let _ = write!(w, " {text} |");
+            }
+            let _ = writeln!(w);
+        }
+        let _ = writeln!(w);
+    };
+    table(
+        w,
+        "Overhead above the 1 s sleep (ms): median (min–max)",
+        &|c| c.over_ms,
+        &mut footnotes,
+    );
+    table(
+        w,
+        "Wall time, first spawn to last join (s): median (min–max)",
+        &|c| c.wall,
+        &mut footnotes,
+    );
+    table(
+        w,
+        "Time spent spawning the N tasks (ms): median (min–max)",
+        &|c| c.spawn_ms,
+        &mut footnotes,
+    );
+    table(
+        w,
+        "Peak resident memory, VmHWM (MiB): median (min–max)",
+        &|c| c.hwm_mib,
+        &mut footnotes,
+    );
+    table(
+        w,
+        "Memory mappings at the peak (lines of /proc/self/maps): median (min–max)",
+        &|c| c.maps,
+        &mut footnotes,
+    );
+
+    // Bytes per task from the largest N that worked.
+    let _ = writeln!(w, "### Resident memory per task\n");
+    let _ = writeln!(
+        w,
+        "(VmHWM at the largest N that completed − VmHWM at N = 1) / N, from the medians.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| runtime | largest N | bytes per task |\n|---|---:|---:|"
+    );
+    for &rt in &rts {
+        let base = sleeper_cell(sleepers, rt, 1).hwm_mib;
+        let top = NS
+            .iter()
+            .rev()
+            .filter(|&&n| n > 1)
+            .find_map(|&n| sleeper_cell(sleepers, rt, n).hwm_mib.map(|s| (n, s)));
+        if let (Some(b), Some((n, t))) = (base, top) {
+            let per = (t.med - b.med) * 1024.0 * 1024.0 / n as f64;
+            let _ = writeln!(w, "| {rt} | {} | {} |", thousands(n), num(per));
+        }
+    }
+    let _ = writeln!(w);
+    if !footnotes.is_empty() {
+        let _ = writeln!(w, "Failures (the last line the process printed):\n");
+        for (i, f) in footnotes.iter().enumerate() {
+            let _ = writeln!(w, "{}. {}", i + 1, f.replace('|', "\\|"));
+        }
+        let _ = writeln!(w);
+        if footnotes
+            .iter()
+            .any(|f| f.contains("Cannot allocate memory"))
+        {
+            let _ = writeln!(
+                w,
+                "An `ENOMEM` from `mmap`/`mprotect` with most of the RAM free usually means the \
+                 process reached `vm.max_map_count` ({}) mappings: compare the mapping counts \
+                 above (a separately mapped stack with an `mprotect`-ed guard page costs two).\n",
+                m("max_map_count"),
+            );
+        }
+    }
+
+    // ---- echo
+    let _ = writeln!(w, "## Echo servers\n");
+    let _ = writeln!(
+        w,
+        "Each server runs on one thread (yieldloop's scheduler; tokio `current_thread`; \
+         may with one worker; a hand-written edge-triggered mio loop as the floor), one \
+         task per connection, a 4 KiB read buffer, `TCP_NODELAY`. The client \
+         (`loadgen`, one thread on raw mio) keeps C connections in a closed loop: each \
+         sends a 64-byte message and waits for the whole echo before sending the next. \
+         Server pinned with `{}`, client with `{}`. A fresh server is started for every \
+         run; {} runs per cell, {} s measured after {} s of warm-up.\n",
+        m("pin_server"),
+        m("pin_client"),
+        m("echo_reps"),
+        m("echo_secs"),
+        m("echo_warmup"),
+    );
+    let _ = writeln!(
+        w,
+        "**Server CPU per round trip** is (utime + stime) of the server process, read \
+         from `/proc/PID/stat` before the client starts and 0.2 s after it exits, \
+         divided by every round trip the client completed (warm-up included, so \
+         connection set-up and tear-down are amortised in). The tick is 1/{} s, so \
+         the 1-connection numbers, where the server is partly idle, also carry its \
+         sleep/wake-up cost per message.\n",
+        m("clk_tck"),
+    );
+    let _ = writeln!(w, "### Server CPU per round trip (ns): median (min–max)\n");
+    let _ = write!(w, "| server |");
+    for c in CONNS {
+        let _ = write!(w, " {c} conn{} |", if c == 1 { "" } else { "s" });
+    }
+    let _ = writeln!(w, " p99 at 1 conn (µs) |\n|---|---:|---:|---:|---:|");
+    let mut echo_failures = Vec::new();
+    for s in SERVERS {
+        let _ = write!(w, "| {s} |");
+        for c in CONNS {
+            let e = echo_cell(echo, s, c, clk_tck);
+            echo_failures.extend(e.failures.iter().map(|f| format!("{s}, {c} conns: {f}")));
+            let _ = write!(w, " {} |", cell(e.cpu_ns));
+        }
+        let _ = writeln!(w, " {} |", cell(echo_cell(echo, s, 1, clk_tck).p99));
+    }
+    let _ = writeln!(w);
+    let _ = writeln!(w, "### All echo measurements: median (min–max)\n");
+    let _ = writeln!(
+        w,
+        "| server | conns | round trips/s | CPU ns/round trip | user share of CPU (%) | p50 (µs) | p99 (µs) | p99.9 (µs) | client errors |"
+    );
+    let _ = writeln!(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for s in SERVERS {
+        for c in CONNS {
+            let e = echo_cell(echo, s, c, clk_tck);
+            let _ = writeln!(
+                w,
+                "| {s} | {c} | {} | {} | {} | {} | {} | {} | {} |",
+                cell(e.rps),
+                cell(e.cpu_ns),
+                cell(e.user_pct),
+                cell(e.p50),
+                cell(e.p99),
+                cell(e.p999),
+                e.errors,
+            );
+        }
+    }
+    let _ = writeln!(w);
+    if !echo_failures.is_empty() {
+        let _ = writeln!(w, "Failed echo runs:\n");
+        let mut counted: Vec<(String, usize)> = Vec::new();
+        for f in echo_failures {
+            match counted.iter_mut().find(|(g, _)| *g == f) {
+                Some((_, k)) => *k += 1,
+                None => counted.push((f, 1)),
+            }
+        }
+        for (f, k) in counted {
+            let times = if k > 1 {
+                format!(" ({k} runs)")
+            } else {
+                String::new()
+            };
+            let _ = writeln!(w, "- {}{times}", f.replace('|', "\\|"));
+        }
+        let _ = writeln!(w);
+    }
+
+    // ---- commands
+    let _ = writeln!(w, "## Commands\n");
+    let _ = writeln!(
+        w,
+        "Everything above comes from one `bench/run.sh` (run from the repository \
+         root or anywhere else). It builds `bench/` (its own cargo crate, target dir \
+         `bench/target`) in release mode and runs:\n"
+    );
+    let _ = writeln!(w, "```sh\n{}```\n", commands);
+    let _ = writeln!(
+        w,
+        "Raw results are written to `bench/results/` (not committed); this page and \
+         `docs/img/sleepers.svg` are rendered from them by \
+         `bench/target/release/report --results bench/results --md docs/benchmarks.md --svg docs/img/sleepers.svg`. \
+         Knobs (environment variables): `REPS`, `REPS_100K`, `REPS_1M`, `ECHO_REPS`, \
+         `ECHO_SECS`, `ECHO_WARMUP`, `CELL_TIMEOUT`, `SLEEPERS_NS`, `REPS_1M_ASYNCIO`; this \
+         run used REPS={}, REPS_100K={}, REPS_1M={}, REPS_1M_ASYNCIO={}, ECHO_REPS={}, \
+         ECHO_SECS={}, ECHO_WARMUP={}.",
+        m("reps"),
+        m("reps_100k"),
+        m("reps_1m"),
+        m("reps_1m_asyncio"),
+        m("echo_reps"),
+        m("echo_secs"),
+        m("echo_warmup"),
+    );
+    o
+}
