@@ -26,6 +26,7 @@
 //! - `park`: [`ParkToken`], the building block of waiting primitives.
 //! - `time`: [`sleep`], [`sleep_until`], [`yield_now`].
 //! - `timeout`: [`timeout`], [`timeout_at`]: deadlines around any code.
+//! - [`sync`]: channels ([`sync::mpsc`] across threads), select, mutex, semaphore, events.
 //! - [`net`]: [`TcpListener`](net::TcpListener), [`TcpStream`](net::TcpStream),
 //!   [`UdpSocket`](net::UdpSocket), [`UnixListener`](net::UnixListener),
 //!   [`UnixStream`](net::UnixStream), `SO_REUSEPORT` listeners
@@ -72,6 +73,7 @@ mod runtime;
 mod scheduler;
 mod slow;
 mod stack;
+pub mod sync;
 mod task;
 mod time;
 mod timeout;

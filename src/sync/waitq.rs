@@ -1,0 +1,220 @@
+//! The waiter queue every primitive in this module is built on, and the
+//! park-in-a-queue step they all share.
+//!
+//! A waiting task publishes an entry (its [`ParkToken`] and a shared
+//! [`Woken`] flag) in the primitive's [`WaitQueue`], then parks. A waker
+//! walks the queue front to back and unparks the first entry whose token
+//! still names a pause ([`ParkToken::unpark`] returns true): that waiter
+//! is the one served, and its flag says so. An entry whose unpark fails
+//! belongs to a task that stopped waiting (it timed out, or is being
+//! unwound); it is skipped and left for its owner, who always removes its
+//! own entry, so the queue never keeps ghosts and no wake-up is spent on
+//! a task that will not use it.
+//!
+//! ```text
+//!   waiter                                  waker
+//!   ──────                                  ─────
+//!   token = park_token()
+//!   queue.push(token, flag)   ──────────▶   take_first(|e| e.token.unpark())
+//!   park(token)                                 false: skip (owner cleans up)
+//!      │                                        true:  flag = One/All, done
+//!      ▼
+//!   queue.remove(id)   (always, by the owner: on return and on unwind)
+//!   flag == One but unwinding?  → hand the wake-up on (drop guard)
+//! ```
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::op::Resume;
+use crate::park::{park, park_token, ParkToken};
+
+/// How a queued waiter was woken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Woken {
+    /// Not woken by the primitive (yet): it timed out, or is unwinding.
+    Not,
+    /// Singled out: it was handed something (a lock, a permit, a
+    /// notification) that must be passed on if it is not used.
+    One,
+    /// Woken with everybody else (a broadcast); nothing to pass on.
+    All,
+}
+
+/// A FIFO of waiters, each under an id that stays valid until it is
+/// removed, so a waiter can take itself out of the middle.
+#[derive(Debug)]
+pub(crate) struct WaitQueue<E> {
+    next_id: u64,
+    /// # Invariant
+    /// Ids strictly increase from front to back, so an id is found by
+    /// binary search.
+    entries: VecDeque<(u64, E)>,
+}
+
+impl<E> Default for WaitQueue<E> {
+    fn default() -> Self {
+        WaitQueue {
+            next_id: 0,
+            entries: VecDeque::new(),
+        }
+    }
+}
+
+impl<E> WaitQueue<E> {
+    /// Appends `e`; returns its id.
+    pub(crate) fn push(&mut self, e: E) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.entries.push_back((id, e));
+        id
+    }
+
+    fn index(&self, id: u64) -> Option<usize> {
+        self.entries.binary_search_by_key(&id, |(i, _)| *i).ok()
+    }
+
+    /// Takes out the entry `id`, if it is still queued.
+    pub(crate) fn remove(&mut self, id: u64) -> Option<E> {
+        let i = self.index(id)?;
+        self.entries.remove(i).map(|(_, e)| e)
+    }
+
+    /// True while the entry `id` is queued.
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        self.index(id).is_some()
+    }
+
+    /// The entry `id`, if it is still queued.
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut E> {
+        let i = self.index(id)?;
+        self.entries.get_mut(i).map(|(_, e)| e)
+    }
+
+    /// Removes and returns the first entry for which `pred` is true; the
+    /// entries before it stay where they are. `pred` is where the waker
+    /// unparks, so it runs at most once per entry, front to back.
+    pub(crate) fn take_first(&mut self, mut pred: impl FnMut(&E) -> bool) -> Option<E> {
+        let i = self.entries.iter().position(|(_, e)| pred(e))?;
+        self.entries.remove(i).map(|(_, e)| e)
+    }
+
+    /// Takes every entry out, front to back.
+    pub(crate) fn take_all(&mut self) -> VecDeque<(u64, E)> {
+        std::mem::take(&mut self.entries)
+    }
+
+    /// Every entry, front to back.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &E> {
+        self.entries.iter().map(|(_, e)| e)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// A parked task's entry in a single-thread queue.
+#[derive(Debug)]
+pub(crate) struct Signal {
+    token: ParkToken,
+    /// Shared with the waiter, which reads it after the pause (the entry
+    /// itself is gone by then).
+    woken: Rc<Cell<Woken>>,
+}
+
+impl Signal {
+    /// An entry for the pause `token`, reporting through `woken`.
+    pub(crate) fn new(token: ParkToken, woken: Rc<Cell<Woken>>) -> Signal {
+        Signal { token, woken }
+    }
+
+    /// Unparks the waiter if it is still parked in this very pause, and
+    /// records how. Returns whether it did.
+    pub(crate) fn wake(&self, how: Woken) -> bool {
+        if self.token.unpark() {
+            self.woken.set(how);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Wakes the first live waiter of `q` as the one singled out. Returns
+/// whether there was one.
+pub(crate) fn wake_one(q: &mut WaitQueue<Signal>) -> bool {
+    q.take_first(|s| s.wake(Woken::One)).is_some()
+}
+
+/// Wakes every waiter of `q` as part of a broadcast.
+pub(crate) fn wake_all(q: &mut WaitQueue<Signal>) {
+    for (_, s) in q.take_all() {
+        // An entry whose task stopped waiting is simply dropped: its owner
+        // finds it gone and has nothing to hand on.
+        s.wake(Woken::All);
+    }
+}
+
+/// Runs a closure when dropped, unless defused: the drop guards that undo a
+/// registration when a task is unwound out of a pause.
+pub(crate) struct OnDrop<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> OnDrop<F> {
+    pub(crate) fn new(f: F) -> Self {
+        OnDrop(Some(f))
+    }
+
+    /// Forgets the closure: the pause ended normally.
+    pub(crate) fn defuse(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<F: FnOnce()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+/// Parks the calling task in the queue `queue(state)` until a waker picks
+/// it or `deadline` passes, and returns the scheduler's answer and how the
+/// primitive woke it. The entry is gone when this returns.
+///
+/// If the task is unwound out of the pause instead (it was cancelled, or a
+/// [`timeout`](crate::timeout) scope expired), the entry is removed and
+/// `abandon` runs with the state and the [`Woken`] flag, to hand on
+/// whatever the task was given but will not use.
+///
+/// When the task cannot pause at all (it is already unwinding, so the park
+/// answers [`Resume::Cancelled`] at once) this returns that answer with
+/// [`Woken::Not`].
+pub(crate) fn park_local<S>(
+    state: &RefCell<S>,
+    queue: impl Fn(&mut S) -> &mut WaitQueue<Signal>,
+    deadline: Option<Instant>,
+    abandon: impl FnOnce(&mut S, Woken),
+) -> (Resume, Woken) {
+    let token = park_token();
+    let woken = Rc::new(Cell::new(Woken::Not));
+    let id = queue(&mut state.borrow_mut()).push(Signal::new(token, woken.clone()));
+    // No borrow of `state` is held across the pause: the guard below may
+    // need it while the stack unwinds from inside `park`.
+    let guard = OnDrop::new(|| {
+        let mut st = state.borrow_mut();
+        queue(&mut st).remove(id);
+        abandon(&mut st, woken.get());
+    });
+    let r = park(token, deadline);
+    guard.defuse();
+    queue(&mut state.borrow_mut()).remove(id);
+    (r, woken.get())
+}
