@@ -163,6 +163,94 @@ mod tests {
         assert!(t.pop_due(now + Duration::from_millis(5)).is_some());
     }
 
+    mod model {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// One step against both the heap and the reference model.
+        #[derive(Debug, Clone)]
+        enum Step {
+            /// Arm a timer `at` ms after the base for a new waiter.
+            Insert { at: u16 },
+            /// Make waiter `pick` (modulo the live ones) stale.
+            Cancel { pick: u16 },
+            /// Advance the clock to `to` ms and pop everything due.
+            Advance { to: u16 },
+        }
+
+        fn step() -> impl Strategy<Value = Step> {
+            prop_oneof![
+                4 => (0u16..200).prop_map(|at| Step::Insert { at }),
+                1 => any::<u16>().prop_map(|pick| Step::Cancel { pick }),
+                2 => (0u16..220).prop_map(|to| Step::Advance { to }),
+            ]
+        }
+
+        proptest! {
+            /// The heap pops exactly the live entries that are due, in
+            /// (deadline, insertion) order, like a sorted list would, and
+            /// never one before its deadline, whatever the mix of inserts,
+            /// cancellations and compactions.
+            #[test]
+            fn heap_matches_a_sorted_list(steps in proptest::collection::vec(step(), 1..400)) {
+                let base = Instant::now();
+                let ms = |m: u16| base + Duration::from_millis(m as u64);
+                let mut heap = Timers::default();
+                // The model: (deadline, seq, key) of live entries.
+                let mut model: Vec<(Instant, u64, usize)> = Vec::new();
+                let mut live = std::collections::HashSet::new();
+                let mut next_key = 0usize;
+                let mut seq = 0u64;
+                let mut now = base;
+                for s in steps {
+                    match s {
+                        Step::Insert { at } => {
+                            let w = Waiter { key: next_key, token: next_key as u64 + 1 };
+                            heap.insert(ms(at), w, Fire::Ready);
+                            model.push((ms(at), seq, next_key));
+                            live.insert(next_key);
+                            next_key += 1;
+                            seq += 1;
+                        }
+                        Step::Cancel { pick } => {
+                            if !model.is_empty() {
+                                let i = pick as usize % model.len();
+                                let (_, _, key) = model.remove(i);
+                                live.remove(&key);
+                                let l = live.clone();
+                                heap.mark_stale(move |w| l.contains(&w.key));
+                            }
+                        }
+                        Step::Advance { to } => {
+                            now = now.max(ms(to));
+                            let mut got = Vec::new();
+                            while let Some(e) = heap.pop_due(now) {
+                                prop_assert!(e.deadline <= now, "fired early");
+                                if live.remove(&e.waiter.key) {
+                                    got.push(e.waiter.key);
+                                } else {
+                                    heap.popped_stale();
+                                }
+                            }
+                            model.sort();
+                            let due: Vec<usize> = model
+                                .iter()
+                                .filter(|(d, _, _)| *d <= now)
+                                .map(|(_, _, k)| *k)
+                                .collect();
+                            model.retain(|(d, _, _)| *d > now);
+                            prop_assert_eq!(got, due);
+                        }
+                    }
+                    let l = live.clone();
+                    let next = heap.next_deadline(move |w| l.contains(&w.key));
+                    let expect = model.iter().map(|(d, _, _)| *d).min();
+                    prop_assert_eq!(next, expect);
+                }
+            }
+        }
+    }
+
     #[test]
     fn compaction_keeps_only_live_entries() {
         let mut t = Timers::default();
