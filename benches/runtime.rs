@@ -13,6 +13,9 @@
 //! - `timers_10k`: 10,000 tasks sleeping on distinct deadlines, per timer.
 //! - `stack_pool`: take a stack from the pool and put it back.
 
+// `criterion_group!` defines a public function without docs.
+#![allow(missing_docs)]
+
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -20,7 +20,12 @@ use crate::context;
 use crate::op::{Op, Resume};
 use crate::task::Waiter;
 
-/// Names one pause of one task; see the [module docs](self).
+/// Names one pause of one task.
+///
+/// Whoever holds the token can wake the task exactly once, and only out of
+/// that very pause; a token whose pause is over does nothing and reports
+/// `false`, so a primitive handing something over knows to try its next
+/// waiter.
 ///
 /// Take it with [`park_token`], publish it, then [`park`] with it *without
 /// pausing in between* (a pause in between would use up the task's wait, and
@@ -210,6 +215,15 @@ impl RemoteQueue {
             // A failed wake (the poll is gone) leaves nothing to wake.
             let _ = self.waker.wake();
         }
+    }
+
+    /// True if wake-ups are queued and not yet taken.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
     }
 
     /// Takes everything queued so far, into `out`.

@@ -113,11 +113,12 @@ impl Reactor {
         self.remote.as_ref()
     }
 
-    /// True while another thread holds a way to wake this scheduler.
+    /// True while another thread holds a way to wake this scheduler, or a
+    /// wake-up it sent (before dropping its handle) is still queued.
     pub(crate) fn has_remote_handles(&self) -> bool {
         self.remote
             .as_ref()
-            .is_some_and(|q| std::sync::Arc::strong_count(q) > 1)
+            .is_some_and(|q| std::sync::Arc::strong_count(q) > 1 || q.has_pending())
     }
 
     /// Registers `source` (whose descriptor is `fd`) for read and write

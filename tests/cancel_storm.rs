@@ -48,13 +48,11 @@ fn storm(seed: u64, ops: usize) -> usize {
         let held: Rc<RefCell<Vec<TcpStream>>> = Rc::default();
         let h2 = held.clone();
         let acceptor = spawn(move || {
-            let mut i = 0u32;
-            for s in listener.incoming() {
+            for (i, s) in listener.incoming().enumerate() {
                 let s = s.unwrap();
                 if i % 2 == 0 {
                     let _ = (&s).write_all(b"x");
                 }
-                i += 1;
                 h2.borrow_mut().push(s);
             }
         });
