@@ -90,6 +90,11 @@ pub(crate) fn set_scope(scope: Option<Scope>) -> Option<Scope> {
 /// });
 /// ```
 pub fn suspend(op: Op) -> Resume {
+    if FORCED_UNWIND.with(Cell::get) {
+        // A task being torn down, possibly one that never started and whose
+        // captured values are dropped on the scheduler's stack: no pause.
+        return Resume::Cancelled;
+    }
     let yielder = YIELDER.with(Cell::get);
     assert!(
         !yielder.is_null(),
@@ -226,6 +231,13 @@ pub(crate) fn try_with_scheduler<R>(f: impl FnOnce(&Rc<Scheduler>) -> R) -> Opti
     // Clone the Rc out so `f` may itself reach the thread-local again.
     let sched = SCHEDULER.try_with(|s| s.borrow().clone()).ok().flatten()?;
     Some(f(&sched))
+}
+
+/// True when this thread runs a scheduler.
+pub(crate) fn has_scheduler() -> bool {
+    SCHEDULER
+        .try_with(|s| s.borrow().is_some())
+        .unwrap_or(false)
 }
 
 /// Runs `f` with this thread's scheduler.

@@ -26,6 +26,7 @@
 //! - `park`: [`ParkToken`], the building block of waiting primitives.
 //! - `time`: [`sleep`], [`sleep_until`], [`yield_now`].
 //! - `timeout`: [`timeout`], [`timeout_at`]: deadlines around any code.
+//! - `trace`: the scheduler trace ([`trace_to_stderr`], `YIELDLOOP_TRACE=1`).
 //! - [`sync`]: channels ([`sync::mpsc`] across threads), select, mutex, semaphore, events.
 //! - [`net`]: [`TcpListener`](net::TcpListener), [`TcpStream`](net::TcpStream),
 //!   [`UdpSocket`](net::UdpSocket), [`UnixListener`](net::UnixListener),
@@ -79,6 +80,7 @@ mod time;
 mod timeout;
 mod timer;
 mod timerfd;
+mod trace;
 
 pub use blocking::{
     blocking_pool_stats, set_blocking_idle_timeout, set_blocking_max_threads, spawn_blocking,
@@ -96,6 +98,7 @@ pub use task::{
 };
 pub use time::{sleep, sleep_until, yield_now};
 pub use timeout::{timeout, timeout_at, Elapsed};
+pub use trace::{trace_off, trace_to_file, trace_to_stderr};
 
 /// Runs `f` as the main task of a new scheduler on this thread, drives the
 /// loop until `f` returns, and returns its value, like Python's

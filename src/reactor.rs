@@ -20,6 +20,9 @@ use crate::park::RemoteQueue;
 use crate::task::Waiter;
 use crate::timerfd::TimerFd;
 
+/// Serial numbers of registrations, unique in the process.
+static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// Token of the precise-timer `timerfd`; slab keys never come near it.
 pub(crate) const TIMER_KEY: usize = usize::MAX - 1;
 /// Token of the cross-thread `mio::Waker`.
@@ -62,7 +65,6 @@ pub(crate) struct Reactor {
     poll: Poll,
     events: Events,
     pub(crate) sources: Slab<Source>,
-    next_serial: u64,
     /// The precise timer, when the kernel gave us one.
     timer: Option<TimerFd>,
     /// The deadline the timer is armed for.
@@ -90,7 +92,6 @@ impl Reactor {
             poll,
             events: Events::with_capacity(1024),
             sources: Slab::new(),
-            next_serial: 1,
             timer,
             timer_deadline: None,
             remote: None,
@@ -135,8 +136,9 @@ impl Reactor {
             Token(key),
             Interest::READABLE | Interest::WRITABLE,
         )?;
-        let serial = self.next_serial;
-        self.next_serial += 1;
+        // Serials are unique in the process, not just in this reactor, so a
+        // socket kept from an earlier run never matches a live one here.
+        let serial = NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         entry.insert(Source {
             serial,
             fd,

@@ -35,6 +35,7 @@ use crate::reactor::{Dir, Reactor, Readiness, WAKER_KEY};
 use crate::stack::PooledStack;
 use crate::task::{self, JoinHandle, Task, TaskCoroutine, TaskId, Waiter};
 use crate::timer::{Fire, Timers};
+use crate::trace;
 
 /// Gives every scheduler a process-wide unique id, so a socket registered
 /// with one never touches another's tables.
@@ -84,9 +85,15 @@ impl TaskTable {
 
     /// Wakes `w` with `value` if it is still in that wait. Returns whether
     /// it did, and whether the wait had a timer armed (now stale).
-    fn wake(&mut self, w: Waiter, value: Resume) -> (bool, bool) {
+    fn wake(&mut self, w: Waiter, value: Resume, cause: &str) -> (bool, bool) {
         match self.slab.get_mut(w.key) {
             Some(t) if t.wait == w.token => {
+                if trace::on() {
+                    trace::emit(format_args!(
+                        "wake   {} by {cause}",
+                        trace::Who(t.id.serial, t.name.as_deref())
+                    ));
+                }
                 t.wait = 0;
                 t.resume = Some(value);
                 self.run_queue.push_back((w.key, t.id.serial));
@@ -99,8 +106,8 @@ impl TaskTable {
 
 impl Core {
     /// Wakes a waiter by something other than its timer.
-    fn wake(&mut self, w: Waiter, value: Resume) {
-        let (_, had_timer) = self.tasks.wake(w, value);
+    fn wake(&mut self, w: Waiter, value: Resume, cause: &str) {
+        let (_, had_timer) = self.tasks.wake(w, value, cause);
         if had_timer {
             let tasks = &self.tasks;
             self.timers.mark_stale(|x| tasks.is_waiting(x));
@@ -132,7 +139,7 @@ impl Core {
                     Some(t) if t.id == target && target.key != key => t.joiners.push(waiter),
                     // Ended already (or joining itself, which could never
                     // end): answer at once.
-                    _ => self.wake(waiter, Resume::Ready),
+                    _ => self.wake(waiter, Resume::Ready, "now"),
                 }
                 return;
             }
@@ -144,6 +151,7 @@ impl Core {
                             io::ErrorKind::InvalidInput,
                             "yieldloop: Op::Park with a token of another task",
                         )),
+                        "now",
                     );
                     return;
                 }
@@ -159,6 +167,15 @@ impl Core {
             Op::WriteReady(io, d) => (Dir::Write, io, d),
             Op::Accept(io, d) => (Dir::Accept, io, d),
         };
+        if let Some(src) = self.reactor.get_mut(io) {
+            // Waits that ended another way (a timeout, a cancellation) leave
+            // their entries behind; drop them before the list grows.
+            if src.readers.len() + src.writers.len() > 4 {
+                let tasks = &self.tasks;
+                src.readers.retain(|(w, _)| tasks.is_waiting(*w));
+                src.writers.retain(|w| tasks.is_waiting(*w));
+            }
+        }
         match self.reactor.add_waiter(io, dir, waiter) {
             Ok(()) => {
                 if let Some(deadline) = deadline {
@@ -166,7 +183,7 @@ impl Core {
                     self.timers.insert(deadline, waiter, Fire::TimedOut);
                 }
             }
-            Err(e) => self.wake(waiter, Resume::Err(e)),
+            Err(e) => self.wake(waiter, Resume::Err(e), "now"),
         }
     }
 
@@ -175,7 +192,7 @@ impl Core {
         if let Some(q) = self.reactor.remote().cloned() {
             q.drain(scratch);
             for w in scratch.drain(..) {
-                self.wake(w, Resume::Ready);
+                self.wake(w, Resume::Ready, "remote");
             }
         }
     }
@@ -203,17 +220,17 @@ impl Core {
                     continue;
                 }
                 match accept_on(fd) {
-                    Ok((stream, addr)) => self.wake(w, Resume::Accepted(stream, addr)),
+                    Ok((stream, addr)) => self.wake(w, Resume::Accepted(stream, addr), "socket"),
                     // Another acceptor (or a spurious event) took it.
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => still_waiting.push((w, dir)),
-                    Err(e) => self.wake(w, Resume::Err(e)),
+                    Err(e) => self.wake(w, Resume::Err(e), "socket"),
                 }
             } else {
-                self.wake(w, Resume::Ready);
+                self.wake(w, Resume::Ready, "socket");
             }
         }
         for w in writers {
-            self.wake(w, Resume::Ready);
+            self.wake(w, Resume::Ready, "socket");
         }
         if !still_waiting.is_empty() {
             if let Some(src) = self.reactor.sources.get_mut(r.key) {
@@ -229,7 +246,7 @@ impl Core {
                 Fire::Ready => Resume::Ready,
                 Fire::TimedOut => Resume::TimedOut,
             };
-            let (woken, _) = self.tasks.wake(entry.waiter, value);
+            let (woken, _) = self.tasks.wake(entry.waiter, value, "timer");
             if !woken {
                 self.timers.popped_stale();
             }
@@ -258,7 +275,7 @@ impl Core {
         }
         let mut task = task;
         for w in std::mem::take(&mut task.joiners) {
-            self.wake(w, Resume::Ready);
+            self.wake(w, Resume::Ready, "task-end");
         }
         task.co.take()
     }
@@ -322,6 +339,14 @@ impl Scheduler {
             guard,
         });
         tasks.run_queue.push_back((id.key, id.serial));
+        if trace::on() {
+            let name = tasks.slab[id.key].name.clone();
+            let by = crate::task::current_id().map_or("run".to_string(), |p| format!("task {p}"));
+            trace::emit(format_args!(
+                "spawn  {} by {by}",
+                trace::Who(id.serial, name.as_deref())
+            ));
+        }
         Ok(JoinHandle::new(id, slot))
     }
 
@@ -336,7 +361,7 @@ impl Scheduler {
     pub(crate) fn unpark(&self, w: Waiter) -> bool {
         let mut core = self.core.borrow_mut();
         if core.tasks.is_waiting(w) {
-            core.wake(w, Resume::Ready);
+            core.wake(w, Resume::Ready, "unpark");
             true
         } else {
             false
@@ -396,6 +421,9 @@ impl Scheduler {
             core.remove(id.key)
         };
         if let Some(co) = co {
+            if trace::on() {
+                trace::emit(format_args!("cancel task {}", id.serial));
+            }
             context::drop_task(co, id);
         }
     }
@@ -419,6 +447,7 @@ impl Scheduler {
                     io::ErrorKind::NotConnected,
                     "yieldloop: the socket was closed while a task waited on it",
                 )),
+                "closed",
             );
         }
     }
@@ -445,9 +474,29 @@ impl Scheduler {
                 &*t.guard as *const _,
             )
         };
+        let traced = trace::on();
+        if traced {
+            let name = self.task_name(id);
+            trace::emit(format_args!(
+                "resume {} with {}",
+                trace::Who(id.serial, name.as_deref()),
+                trace::ShowResume(&value)
+            ));
+        }
         let result = panic::catch_unwind(panic::AssertUnwindSafe(|| {
             context::resume_task(&mut co, id, value, guard)
         }));
+        if traced {
+            let name = self.task_name(id);
+            let who = trace::Who(id.serial, name.as_deref());
+            match &result {
+                Ok(CoroutineResult::Yield(op)) => trace::emit(format_args!(
+                    "yield  {who} -> {}",
+                    trace::ShowOp(op, Instant::now())
+                )),
+                _ => trace::emit(format_args!("end    {who}")),
+            }
+        }
         // One clock read per resume, and only while the watch is on.
         let ended = started.map(|start| {
             let end = crate::slow::coarse_now_ns();
@@ -562,8 +611,25 @@ impl Scheduler {
                 return;
             }
             ready.clear();
+            let traced = trace::on();
+            if traced {
+                match deadline {
+                    Some(d) if d <= now => trace::emit(format_args!("poll   no sleep")),
+                    Some(d) => {
+                        trace::emit(format_args!("poll   sleep up to {}", trace::secs(d - now)))
+                    }
+                    None => trace::emit(format_args!("poll   sleep until an event")),
+                }
+            }
             if let Err(e) = core.reactor.poll(deadline, now, &mut ready) {
                 panic!("yieldloop: polling for I/O events failed: {e}");
+            }
+            if traced {
+                trace::emit(format_args!(
+                    "polled slept {}, {} event(s)",
+                    trace::secs(now.elapsed()),
+                    ready.len()
+                ));
             }
             // 3. Wake the tasks whose sockets are ready or whom other
             //    threads woke …
@@ -597,6 +663,9 @@ impl Scheduler {
                 break;
             }
             for (id, co) in doomed {
+                if trace::on() {
+                    trace::emit(format_args!("cancel task {} (run is ending)", id.serial));
+                }
                 context::drop_task(co, id);
             }
         }
@@ -627,6 +696,7 @@ where
     });
     let completed = main.is_finished();
     sched.shutdown();
+    trace::flush();
     drop(guard);
     if !completed {
         panic!(

@@ -350,7 +350,8 @@ impl<T> JoinHandle<T> {
     ///
     /// # Panics
     ///
-    /// Panics if called outside a task while the task has not finished.
+    /// Panics if called outside a task while the task has not finished, or
+    /// by the task itself (it could never finish).
     ///
     /// # Examples
     ///
@@ -365,6 +366,12 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn join(self) -> Result<T, JoinError> {
+        if !self.is_finished() && current_id() == Some(self.id) {
+            panic!(
+                "yieldloop: task {} tried to join itself, which can never finish",
+                self.id
+            );
+        }
         loop {
             if let Some(result) = self.slot.take() {
                 return result;

@@ -83,6 +83,20 @@ impl TcpStream {
     }
 
     fn connect_one(addr: SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
+        // Refuse before any packet leaves: the peer must not see a
+        // connection we are about to drop.
+        if timeout == Some(Duration::ZERO) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cannot set a 0 duration timeout",
+            ));
+        }
+        if !crate::context::has_scheduler() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "yieldloop: sockets can only be created inside yieldloop::run",
+            ));
+        }
         let stream = TcpStream {
             inner: Registered::new(mio::net::TcpStream::connect(addr)?)?,
         };
