@@ -107,7 +107,9 @@ impl<T> fmt::Debug for BlockingHandle<T> {
 
 impl<T> BlockingHandle<T> {
     /// Waits for the result. Inside a task this pauses only the task;
-    /// outside any task it blocks the thread.
+    /// outside any task it blocks the thread. That includes a pool thread:
+    /// a job that joins other jobs holds its thread meanwhile, and if every
+    /// pool thread did so, the jobs queued behind them would never start.
     ///
     /// # Errors
     ///
