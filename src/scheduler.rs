@@ -46,6 +46,17 @@ static NEXT_SCHEDULER_ID: AtomicU64 = AtomicU64::new(1);
 /// socket waits behind busy tasks.
 const POLL_EVERY_TURNS: u32 = 32;
 
+/// Settings read once per turn of the loop, not once per resume.
+#[derive(Debug)]
+struct Turn {
+    /// Is the trace on?
+    traced: bool,
+    /// The slow-task threshold in ns, `None` when the watch is off.
+    slow_limit_ns: Option<u64>,
+    /// The coarse clock at the start of the next resume.
+    clock_ns: u64,
+}
+
 /// One thread's scheduler.
 #[derive(Debug)]
 pub(crate) struct Scheduler {
@@ -455,17 +466,17 @@ impl Scheduler {
     /// Runs one queued task until it pauses or ends. `started` is when this
     /// resume began, when the slow-task watch is on; returns the clock
     /// reading taken after it, which starts the next resume.
-    fn run_one(&self, key: usize, serial: u64, started: Option<u64>) -> Option<u64> {
+    fn run_one(&self, key: usize, serial: u64, turn: &mut Turn) {
         let (mut co, value, id, guard) = {
             let mut core = self.core.borrow_mut();
             let Some(t) = core.tasks.slab.get_mut(key) else {
-                return started;
+                return;
             };
             if t.id.serial != serial || t.wait != 0 {
-                return started;
+                return;
             }
             let Some(co) = t.co.take() else {
-                return started;
+                return;
             };
             (
                 co,
@@ -474,7 +485,7 @@ impl Scheduler {
                 &*t.guard as *const _,
             )
         };
-        let traced = trace::on();
+        let traced = turn.traced;
         if traced {
             let name = self.task_name(id);
             trace::emit(format_args!(
@@ -498,11 +509,14 @@ impl Scheduler {
             }
         }
         // One clock read per resume, and only while the watch is on.
-        let ended = started.map(|start| {
+        if let Some(limit) = turn.slow_limit_ns {
             let end = crate::slow::coarse_now_ns();
-            self.check_slow(id, Duration::from_nanos(end.saturating_sub(start)));
-            end
-        });
+            let held = end.saturating_sub(turn.clock_ns);
+            if held > limit {
+                self.warn_slow(id, held, limit);
+            }
+            turn.clock_ns = end;
+        }
         let mut core = self.core.borrow_mut();
         match result {
             Ok(CoroutineResult::Yield(op)) => {
@@ -539,17 +553,18 @@ impl Scheduler {
                 );
             }
         }
-        ended
     }
 
-    /// Warns if one resume held the thread longer than the threshold.
-    fn check_slow(&self, id: TaskId, held: Duration) {
-        if let Some(limit) = crate::slow::threshold() {
-            if held > limit {
-                let name = self.task_name(id);
-                crate::slow::warn(id, name.as_deref(), held, limit);
-            }
-        }
+    /// Warns that one resume held the thread `held` ns, over `limit`.
+    #[cold]
+    fn warn_slow(&self, id: TaskId, held: u64, limit: u64) {
+        let name = self.task_name(id);
+        crate::slow::warn(
+            id,
+            name.as_deref(),
+            Duration::from_nanos(held),
+            Duration::from_nanos(limit),
+        );
     }
 
     /// The name of a live task.
@@ -572,11 +587,17 @@ impl Scheduler {
             //    spawn wait for the next turn, so the poll below is never
             //    starved by tasks that keep yielding.
             let batch = self.core.borrow().tasks.run_queue.len();
-            let mut clock = crate::slow::threshold().map(|_| crate::slow::coarse_now_ns());
+            let slow_limit_ns =
+                crate::slow::threshold().map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+            let mut turn = Turn {
+                traced: trace::on(),
+                clock_ns: slow_limit_ns.map_or(0, |_| crate::slow::coarse_now_ns()),
+                slow_limit_ns,
+            };
             for _ in 0..batch {
                 let next = self.core.borrow_mut().tasks.run_queue.pop_front();
                 let Some((key, serial)) = next else { break };
-                clock = self.run_one(key, serial, clock);
+                self.run_one(key, serial, &mut turn);
                 if done() {
                     *self.ready_buf.borrow_mut() = ready;
                     return;
