@@ -5,6 +5,12 @@
 //! its thread for 300 ms. The scheduler reads a coarse clock once per resume
 //! (the reading that ends one resume starts the next) and warns on stderr,
 //! naming the task, when a resume took longer than the threshold.
+//!
+//! The clock is wall time, not CPU time: reading a thread's CPU clock is a
+//! system call, too dear for every resume. So on a machine short of cores,
+//! a thread the kernel switched out in the middle of a resume can trip the
+//! warning though the task itself did little; the message then says the
+//! thread was held, which is still true for the other tasks.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Once;

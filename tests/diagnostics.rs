@@ -1,0 +1,99 @@
+//! Diagnostics: the slow-task warning and the scheduler trace.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Spins for `d` without pausing: exactly what the watch is for.
+fn hog(d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// The child half of the slow-task tests; does nothing unless asked.
+#[test]
+fn slow_child() {
+    let Ok(mode) = std::env::var("YIELDLOOP_SLOW_CHILD") else {
+        return;
+    };
+    if mode == "off" {
+        yieldloop::set_slow_task_threshold(None);
+    }
+    yieldloop::run(|| {
+        let h = yieldloop::Builder::new()
+            .name("number-cruncher")
+            .spawn(|| hog(Duration::from_millis(300)))
+            .unwrap();
+        h.join().unwrap();
+    });
+}
+
+fn run_slow_child(mode: &str) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args(["--exact", "slow_child", "--nocapture", "--test-threads=1"])
+        .env("YIELDLOOP_SLOW_CHILD", mode)
+        .env_remove("YIELDLOOP_SLOW_TASK_MS")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "child failed: {out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A task that holds the thread for 300 ms is named in a warning that
+/// says how long and what to do.
+#[test]
+fn slow_task_is_named() {
+    let stderr = run_slow_child("on");
+    assert!(
+        stderr.contains("task 2 (number-cruncher) ran for"),
+        "no warning in: {stderr}"
+    );
+    assert!(stderr.contains("yield_now"), "no advice in: {stderr}");
+}
+
+/// With the watch off, the same task passes without a word.
+#[test]
+fn slow_task_watch_can_be_turned_off() {
+    let stderr = run_slow_child("off");
+    assert!(
+        !stderr.contains("without pausing"),
+        "warned anyway: {stderr}"
+    );
+}
+
+/// The trace written to a file has one line per decision: spawn, resume,
+/// yield with the op, the poll, the wake-up with its cause, and the end.
+#[test]
+fn trace_file_tells_the_story() {
+    let path =
+        std::env::temp_dir().join(format!("yieldloop-trace-test-{}.txt", std::process::id()));
+    yieldloop::trace_to_file(&path).unwrap();
+    yieldloop::run(|| {
+        let sleeper = yieldloop::Builder::new()
+            .name("sleeper")
+            .spawn(|| yieldloop::sleep(Duration::from_millis(5)))
+            .unwrap();
+        sleeper.join().unwrap();
+    });
+    yieldloop::trace_off();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    for needle in [
+        "spawn  task 1 \"main\" by run",
+        "spawn  task 2 \"sleeper\" by task 1",
+        "yield  task 1 \"main\" -> Join(task 2)",
+        "yield  task 2 \"sleeper\" -> Wait(in 0.00",
+        "poll   sleep up to",
+        "polled slept",
+        "wake   task 2 \"sleeper\" by timer",
+        "end    task 2 \"sleeper\"",
+        "wake   task 1 \"main\" by task-end",
+        "end    task 1 \"main\"",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in trace:\n{text}");
+    }
+    // Every line starts with a bracketed timestamp.
+    assert!(text.lines().all(|l| l.starts_with('[') && l.contains("] ")));
+}
