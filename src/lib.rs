@@ -135,3 +135,33 @@ where
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The chapters of the walkthrough book in `docs/src`, so that every inline
+/// Rust example in them is compiled and run by `cargo test --doc`. (Listings
+/// pulled in with mdBook's `{{#include}}` are marked `ignore` here; they come
+/// from `examples/walkthrough_*.rs`, which `tests/walkthrough.rs` runs.)
+#[cfg(doctest)]
+mod book {
+    #[doc = include_str!("../docs/src/introduction.md")]
+    struct Introduction;
+    #[doc = include_str!("../docs/src/ch01-pause.md")]
+    struct Ch01Pause;
+    #[doc = include_str!("../docs/src/ch02-round-robin.md")]
+    struct Ch02RoundRobin;
+    #[doc = include_str!("../docs/src/ch03-timers.md")]
+    struct Ch03Timers;
+    #[doc = include_str!("../docs/src/ch04-tasks.md")]
+    struct Ch04Tasks;
+    #[doc = include_str!("../docs/src/ch05-readiness.md")]
+    struct Ch05Readiness;
+    #[doc = include_str!("../docs/src/ch06-echo.md")]
+    struct Ch06Echo;
+    #[doc = include_str!("../docs/src/ch07-scale.md")]
+    struct Ch07Scale;
+    #[doc = include_str!("../docs/src/ch08-real-runtimes.md")]
+    struct Ch08RealRuntimes;
+    #[doc = include_str!("../docs/src/caveats.md")]
+    struct Caveats;
+    #[doc = include_str!("../docs/src/trace.md")]
+    struct Trace;
+}

@@ -1,0 +1,212 @@
+//! Walkthrough step 7: many sleepers, tasks against threads.
+//!
+//! ```text
+//! cargo run --release --example walkthrough_07_sleepers
+//! cargo run --release --example walkthrough_07_sleepers -- --n 100000 --secs 1
+//! cargo run --release --example walkthrough_07_sleepers -- --threads --n 10000 --secs 1
+//! cargo run --release --example walkthrough_07_sleepers -- --processes --n 1000 --secs 1
+//! ```
+//!
+//! The workload of the benchmark in `docs/benchmarks.md`, small enough to
+//! try by hand: `--n` workers (10,000 by default) each sleep `--secs`
+//! seconds (0.2) and then return a pseudo-random number; all are joined and
+//! the numbers summed. With yieldloop each worker is a task on one thread;
+//! with `--threads` each is an OS thread (at most 20,000 of them); with
+//! `--processes` each is a child process, this program run again (at most
+//! 2,000), which prints its number on stdout. The report gives the wall
+//! time from the first spawn to the last join, how much of it went into
+//! spawning, and the peak resident memory of this process (`VmHWM`; for
+//! `--processes` the children's memory is not counted).
+
+use std::io::Read;
+use std::process::{self, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "usage: walkthrough_07_sleepers [--n N] [--secs S] [--threads | --processes]";
+
+/// The "result" each worker returns: a splitmix64 step from its index.
+fn pseudo_random(i: u64) -> u64 {
+    let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) % 100
+}
+
+// ANCHOR: tasks
+/// N tasks on one scheduler; returns (sum, time spent spawning).
+fn with_tasks(n: u64, nap: Duration) -> (u64, Duration) {
+    yieldloop::run(move || {
+        let start = Instant::now();
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                if i % 1000 == 999 {
+                    // Let the new tasks start their sleeps, and don't hold
+                    // the thread for the whole spawning loop.
+                    yieldloop::yield_now();
+                }
+                yieldloop::spawn(move || {
+                    yieldloop::sleep(nap);
+                    pseudo_random(i)
+                })
+            })
+            .collect();
+        let spawning = start.elapsed();
+        let sum = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        (sum, spawning)
+    })
+}
+// ANCHOR_END: tasks
+
+/// N OS threads; returns (sum, time spent spawning).
+fn with_threads(n: u64, nap: Duration) -> (u64, Duration) {
+    let start = Instant::now();
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    thread::sleep(nap);
+                    pseudo_random(i)
+                })
+                .unwrap_or_else(|e| {
+                    eprintln!("walkthrough_07_sleepers: thread {i}: {e}");
+                    process::exit(1);
+                })
+        })
+        .collect();
+    let spawning = start.elapsed();
+    let sum = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    (sum, spawning)
+}
+
+/// N child processes; returns (sum, time spent spawning).
+fn with_processes(n: u64, nap: Duration) -> (u64, Duration) {
+    let exe = std::env::current_exe().unwrap_or_else(|e| {
+        eprintln!("walkthrough_07_sleepers: cannot find this program: {e}");
+        process::exit(1);
+    });
+    let start = Instant::now();
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            Command::new(&exe)
+                .args(["--child", &i.to_string(), &nap.as_secs_f64().to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    eprintln!("walkthrough_07_sleepers: process {i}: {e}");
+                    process::exit(1);
+                })
+        })
+        .collect();
+    let spawning = start.elapsed();
+    let sum = children
+        .into_iter()
+        .map(|mut child| {
+            let mut out = String::new();
+            if let Some(mut pipe) = child.stdout.take() {
+                let _ = pipe.read_to_string(&mut out);
+            }
+            let status = child.wait().expect("waiting for a child");
+            assert!(status.success(), "a child failed: {status}");
+            out.trim()
+                .parse::<u64>()
+                .expect("a child prints its number")
+        })
+        .sum();
+    (sum, spawning)
+}
+
+/// Peak resident memory of this process in MiB, from `/proc/self/status`.
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// How the sleepers run.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Tasks,
+    Threads,
+    Processes,
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some("--child") {
+        // A child of `--processes`: sleep, print the number, exit.
+        let (i, secs) = (args.next(), args.next());
+        let i: u64 = i.and_then(|s| s.parse().ok()).unwrap_or(0);
+        let secs: f64 = secs.and_then(|s| s.parse().ok()).unwrap_or(0.0);
+        thread::sleep(Duration::from_secs_f64(secs));
+        println!("{}", pseudo_random(i));
+        return;
+    }
+    let (n, nap, mode) = match parse_args() {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("walkthrough_07_sleepers: {msg}\n{USAGE}");
+            process::exit(2);
+        }
+    };
+    let start = Instant::now();
+    let (sum, spawning) = match mode {
+        Mode::Tasks => with_tasks(n, nap),
+        Mode::Threads => with_threads(n, nap),
+        Mode::Processes => with_processes(n, nap),
+    };
+    let wall = start.elapsed();
+    let expected: u64 = (0..n).map(pseudo_random).sum();
+    assert_eq!(sum, expected, "every worker's number was collected");
+    println!(
+        "{n} {} slept {:.2}s each: all joined after {:.2}s (spawning took {:.2}s)",
+        match mode {
+            Mode::Tasks => "tasks",
+            Mode::Threads => "threads",
+            Mode::Processes => "processes",
+        },
+        nap.as_secs_f64(),
+        wall.as_secs_f64(),
+        spawning.as_secs_f64()
+    );
+    match peak_rss_mib() {
+        Some(mib) => println!("peak resident memory: {mib:.1} MiB"),
+        None => println!("peak resident memory: unknown"),
+    }
+}
+
+fn parse_args() -> Result<(u64, Duration, Mode), String> {
+    let (mut n, mut secs, mut mode) = (10_000u64, 0.2f64, Mode::Tasks);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--n" => {
+                let s = args.next().ok_or("--n needs a number")?;
+                n = s.parse().map_err(|e| format!("--n {s:?}: {e}"))?;
+            }
+            "--secs" => {
+                let s = args.next().ok_or("--secs needs a number")?;
+                secs = s.parse().map_err(|e| format!("--secs {s:?}: {e}"))?;
+                if !(0.0..=60.0).contains(&secs) {
+                    return Err(format!("--secs {s}: 0 to 60"));
+                }
+            }
+            "--threads" => mode = Mode::Threads,
+            "--processes" => mode = Mode::Processes,
+            "-h" | "--help" => return Err("N sleepers as tasks or as threads".into()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    let max = match mode {
+        Mode::Tasks => 1_000_000,
+        Mode::Threads => 20_000,
+        Mode::Processes => 2_000,
+    };
+    if n == 0 || n > max {
+        return Err(format!("--n {n}: 1 to {max} in this mode"));
+    }
+    Ok((n, Duration::from_secs_f64(secs), mode))
+}
