@@ -285,7 +285,7 @@ impl Core {
             self.timers.mark_stale(|x| tasks.is_waiting(x));
         }
         let mut task = task;
-        for w in std::mem::take(&mut task.joiners) {
+        for w in task.joiners.take() {
             self.wake(w, Resume::Ready, "task-end");
         }
         task.co.take()
@@ -345,7 +345,7 @@ impl Scheduler {
             wait: 0,
             timer_armed: false,
             resume: None,
-            joiners: Vec::new(),
+            joiners: Default::default(),
             cancel_requested: false,
             guard,
         });

@@ -96,7 +96,7 @@ pub(crate) struct Task {
     /// The answer to send at the next resume.
     pub(crate) resume: Option<Resume>,
     /// Tasks waiting in [`Op::Join`] for this one.
-    pub(crate) joiners: Vec<Waiter>,
+    pub(crate) joiners: Joiners,
     /// Set by a cancellation of the running task: it is torn down at its
     /// next pause.
     pub(crate) cancel_requested: bool,
@@ -113,6 +113,30 @@ impl fmt::Debug for Task {
             .field("name", &self.name)
             .field("wait", &self.wait)
             .finish_non_exhaustive()
+    }
+}
+
+/// The tasks waiting for one task's end. Nearly always one (its handle's
+/// owner), so the first is kept inline: no allocation for a plain join.
+#[derive(Debug, Default)]
+pub(crate) struct Joiners {
+    first: Option<Waiter>,
+    rest: Vec<Waiter>,
+}
+
+impl Joiners {
+    pub(crate) fn push(&mut self, w: Waiter) {
+        if self.first.is_none() {
+            self.first = Some(w);
+        } else {
+            self.rest.push(w);
+        }
+    }
+
+    /// Takes them all, in the order they came.
+    pub(crate) fn take(&mut self) -> impl Iterator<Item = Waiter> {
+        let first = self.first.take();
+        first.into_iter().chain(std::mem::take(&mut self.rest))
     }
 }
 
