@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the comparison benchmarks (release), runs them all, and writes
-# docs/benchmarks.md and docs/img/sleepers.svg from the raw results in
-# bench/results/.
+# Builds the comparison benchmarks (release), runs them all (hand-over
+# micro-benchmarks, sleepers, echo servers), and writes docs/benchmarks.md
+# and docs/img/sleepers.svg from the raw results in bench/results/.
 #
 #   bench/run.sh
 #
@@ -14,9 +14,11 @@
 #   ECHO_SECS [3]   measured seconds per echo run (after ECHO_WARMUP [0.5])
 #   CELL_TIMEOUT [180]  seconds before a sleepers run is killed and marked failed
 #   SLEEPERS_NS ["1 1000 10000 100000 1000000"]  task counts (for quick trials)
+#   HANDOVER_REPS [5]      runs per hand-over cell
+#   HANDOVER_TIMEOUT [60]  seconds before a hand-over run is killed and marked failed
 #
-# Every sleepers measurement runs in its own process, so a crash or an
-# out-of-memory kill only marks that cell as failed. All network load goes
+# Every sleepers and hand-over measurement runs in its own process, so a
+# crash or an out-of-memory kill only marks that cell as failed. All network load goes
 # to 127.0.0.1 and is bounded in connections and time. Nothing here asserts:
 # it measures and reports.
 set -uo pipefail
@@ -30,6 +32,8 @@ ECHO_SECS=${ECHO_SECS:-3}
 ECHO_WARMUP=${ECHO_WARMUP:-0.5}
 CELL_TIMEOUT=${CELL_TIMEOUT:-180}
 SLEEPERS_NS=${SLEEPERS_NS:-1 1000 10000 100000 1000000}
+HANDOVER_REPS=${HANDOVER_REPS:-5}
+HANDOVER_TIMEOUT=${HANDOVER_TIMEOUT:-60}
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$BENCH")
@@ -50,7 +54,7 @@ fi
 BUILD_S=$(elapsed)
 
 mkdir -p "$RES" "$ROOT/docs/img"
-rm -f "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/handover.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -92,12 +96,17 @@ if command -v python3 >/dev/null; then PY=python3; fi
     echo "echo_reps=$ECHO_REPS"
     echo "echo_secs=$ECHO_SECS"
     echo "echo_warmup=$ECHO_WARMUP"
+    echo "handover_reps=$HANDOVER_REPS"
+    echo "handover_timeout=$HANDOVER_TIMEOUT"
     echo "build_s=$BUILD_S"
 } >"$RES/meta.txt"
 
 cat >"$RES/commands.txt" <<EOF
 # build (in bench/, its own crate and target dir)
 cargo build --release --bins
+# hand-over micro-benchmarks: one process per measurement (a warm-up round,
+# then the measured round), killed after ${HANDOVER_TIMEOUT} s
+timeout ${HANDOVER_TIMEOUT} bench/target/release/handover --runtime {yieldloop|tokio|may} --bench {pingpong|bounded|mutex|yield|spawn}
 # sleepers: one process per measurement, killed after ${CELL_TIMEOUT} s
 timeout ${CELL_TIMEOUT} bench/target/release/sleepers --runtime {yieldloop|tokio|may|threads} --n N
 timeout ${CELL_TIMEOUT} python3 bench/py/sleepers.py --n N
@@ -106,6 +115,47 @@ timeout ${CELL_TIMEOUT} python3 bench/py/sleepers.py --n N
 ${PIN_SERVER:+$PIN_SERVER }bench/target/release/echo_{yieldloop|tokio|may|mio} --addr 127.0.0.1:PORT &   # PORT below the ephemeral range
 ${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/loadgen --addr 127.0.0.1:PORT --conns {1|64|512} --size 64 --duration ${ECHO_SECS} --warmup ${ECHO_WARMUP}
 EOF
+
+# ---------------------------------------------------------------- hand-over
+# One measurement; appends a result line (ok=1, or ok=1 na=1 for a benchmark
+# the runtime cannot do) or a failure line (ok=0).
+handover_cell() {
+    local rt=$1 b=$2 rep=$3 out err rc reason line
+    out=$RES/cell.out
+    err=$RES/cell.err
+    timeout "$HANDOVER_TIMEOUT" "$BIN/handover" --runtime "$rt" --bench "$b" >"$out" 2>"$err"
+    rc=$?
+    line=$(grep -m1 '^handover ' "$out")
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+        # rep and ok go first: a trailing reason= runs to the end of the line.
+        echo "handover rep=$rep ok=1 ${line#handover }" >>"$RES/handover.txt"
+        case $line in *" na=1"*) return 1 ;; esac
+        return 0
+    fi
+    case $rc in
+        124) reason="killed after ${HANDOVER_TIMEOUT} s (timeout)" ;;
+        137) reason="killed by SIGKILL (out of memory?)" ;;
+        *) reason=$(grep -v '^note:' "$err" | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
+    esac
+    [ -n "$reason" ] || reason="exit status $rc"
+    cp "$err" "$RES/failed-handover-$rt-$b.err"
+    echo "handover runtime=$rt bench=$b rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/handover.txt"
+    return 1
+}
+
+# Repetitions interleave benchmarks and runtimes; a cell that failed (or
+# does not apply) is not run again.
+skip=" "
+for rep in $(seq 1 "$HANDOVER_REPS"); do
+    for b in pingpong bounded mutex yield spawn; do
+        log "handover $b run $rep/$HANDOVER_REPS"
+        for rt in yieldloop tokio may; do
+            case $skip in *" $rt/$b "*) continue ;; esac
+            handover_cell "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+        done
+    done
+done
+rm -f "$RES/cell.out" "$RES/cell.err"
 
 # ---------------------------------------------------------------- sleepers
 # One measurement; appends a result line (ok=1) or a failure line (ok=0).

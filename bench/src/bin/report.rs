@@ -10,6 +10,9 @@
 //! - `sleepers.txt`: `sleepers runtime=.. n=.. wall_s=.. spawn_s=.. hwm_kb=.. maps=.. rep=.. ok=1`,
 //!   or `... ok=0 status=.. reason=free text to the end of the line`.
 //! - `echo.txt`: `echo server=.. rep=.. utime=.. stime=.. conns=.. size=.. secs=.. rt_total=.. rt=.. rps=.. p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=.. ok=1`.
+//! - `handover.txt`: `handover rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
+//!   `handover rep=.. ok=1 runtime=.. bench=.. na=1 reason=..` for a benchmark a
+//!   runtime cannot do, or `handover runtime=.. bench=.. rep=.. ok=0 status=.. reason=..`.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
 
@@ -23,6 +26,15 @@ const NS: [u64; 5] = [1, 1_000, 10_000, 100_000, 1_000_000];
 const RUNTIMES: [&str; 5] = ["yieldloop", "tokio", "may", "threads", "asyncio"];
 const SERVERS: [&str; 4] = ["yieldloop", "tokio", "may", "mio"];
 const CONNS: [u64; 3] = [1, 64, 512];
+const HANDOVER_RUNTIMES: [&str; 3] = ["yieldloop", "tokio", "may"];
+/// (bench key, row title, what one op is).
+const HANDOVER_BENCHES: [(&str, &str, &str); 5] = [
+    ("pingpong", "channel ping-pong (unbounded)", "one one-way hand-over"),
+    ("bounded", "bounded channel, capacity 64, 1 → 1", "one message"),
+    ("mutex", "mutex hand-over", "one hand-over of the lock"),
+    ("yield", "yield between two tasks", "one `yield_now`"),
+    ("spawn", "spawn + join a trivial task", "one spawn and its join"),
+];
 
 /// One result line: its fields, and the free-text reason of a failure.
 #[derive(Debug, Default)]
@@ -178,6 +190,7 @@ fn main() {
     let a = args();
     let sleepers = read_recs(&a.results.join("sleepers.txt"));
     let echo = read_recs(&a.results.join("echo.txt"));
+    let handover = read_recs(&a.results.join("handover.txt"));
     let meta = read_meta(&a.results.join("meta.txt"));
     let commands = std::fs::read_to_string(a.results.join("commands.txt")).unwrap_or_default();
 
@@ -185,7 +198,7 @@ fn main() {
     if let Err(e) = plot(&sleepers, &a.svg) {
         eprintln!("report: plot failed: {e}");
     }
-    let md = markdown(&sleepers, &echo, &meta, &commands, &svg_rel);
+    let md = markdown(&sleepers, &echo, &handover, &meta, &commands, &svg_rel);
     if let Err(e) = std::fs::write(&a.md, md) {
         eprintln!("report: writing {}: {e}", a.md.display());
         std::process::exit(1);
@@ -459,11 +472,124 @@ fn echo_cell(recs: &[Rec], server: &str, conns: u64, clk_tck: f64) -> EchoCell {
     }
 }
 
+// ------------------------------------------------------------- hand-over
+
+struct HandoverCell {
+    ns: Option<Stat>,
+    ops: Option<u64>,
+    /// Why the runtime cannot do this benchmark.
+    na: Option<String>,
+    failure: Option<String>,
+    tried: bool,
+}
+
+fn handover_cell(recs: &[Rec], rt: &str, bench: &str) -> HandoverCell {
+    let mine: Vec<&Rec> = recs
+        .iter()
+        .filter(|r| r.s("runtime") == rt && r.s("bench") == bench)
+        .collect();
+    let ok: Vec<&&Rec> = mine.iter().filter(|r| r.ok() && r.s("na") != "1").collect();
+    HandoverCell {
+        ns: stat(ok.iter().map(|r| r.f("ns_per_op")).collect()),
+        ops: ok.iter().find_map(|r| r.s("ops").parse().ok()),
+        na: mine
+            .iter()
+            .find(|r| r.ok() && r.s("na") == "1")
+            .map(|r| r.reason.clone().unwrap_or_else(|| "not applicable".into())),
+        failure: mine
+            .iter()
+            .find(|r| !r.ok())
+            .map(|r| r.reason.clone().unwrap_or_else(|| "failed".into())),
+        tried: !mine.is_empty(),
+    }
+}
+
+fn handover_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
+    let _ = writeln!(w, "## Hand-over micro-benchmarks\n");
+    let _ = writeln!(
+        w,
+        "How long each runtime takes to pass control (with a value or a lock) from \
+         one task to another, all on one thread: yieldloop's scheduler, tokio \
+         `current_thread`, may with `set_workers(1)` and everything spawned from inside \
+         one coroutine. Every measurement is a separate process (`handover --runtime RT \
+         --bench B`) that runs a warm-up round of a tenth of the ops and then the \
+         measured round; {} runs per cell, interleaved. The benchmarks:\n",
+        m("handover_reps"),
+    );
+    let _ = writeln!(
+        w,
+        "- **channel ping-pong**: task A sends `i` on one unbounded channel, task B \
+         receives it and sends it back on a second one, A waits for the reply; per \
+         one-way hand-over (a round trip is two). yieldloop `sync::channel`, tokio \
+         `sync::mpsc::unbounded_channel`, may `sync::mpsc::channel`.\n\
+         - **bounded channel**: a producer task sends 1,000,000 integers through a \
+         channel of capacity 64 to a consumer task; per message. yieldloop \
+         `sync::sync_channel(64)`, tokio `sync::mpsc::channel(64)`.\n\
+         - **mutex hand-over**: two tasks each loop: take the lock, yield while \
+         holding it (so the other task queues on it), release it, which hands it to the \
+         queued task; per hand-over (the yield is included). yieldloop `sync::Mutex`, \
+         tokio `sync::Mutex`, may `sync::Mutex`.\n\
+         - **yield**: two tasks each call `yield_now` in a loop (yieldloop \
+         `yield_now`, tokio `task::yield_now`, may `coroutine::yield_now`); per yield.\n\
+         - **spawn + join**: one task spawns a task that returns its argument and joins \
+         it, one after the other; per spawn and join.\n"
+    );
+    let _ = writeln!(w, "### Nanoseconds per op: median (min–max)\n");
+    let _ = write!(w, "| benchmark | one op is | ops per run |");
+    for rt in HANDOVER_RUNTIMES {
+        let _ = write!(w, " {rt} |");
+    }
+    let _ = writeln!(w, "\n|---|---|---:|{}", "---:|".repeat(HANDOVER_RUNTIMES.len()));
+    let mut notes: Vec<String> = Vec::new();
+    let mut note = |text: String| match notes.iter().position(|n| *n == text) {
+        Some(i) => i + 1,
+        None => {
+            notes.push(text);
+            notes.len()
+        }
+    };
+    for (bench, title, op) in HANDOVER_BENCHES {
+        let cells: Vec<HandoverCell> = HANDOVER_RUNTIMES
+            .iter()
+            .map(|rt| handover_cell(recs, rt, bench))
+            .collect();
+        let ops = cells
+            .iter()
+            .find_map(|c| c.ops)
+            .map_or_else(|| "—".to_string(), thousands);
+        let _ = write!(w, "| {title} | {op} | {ops} |");
+        for (rt, c) in HANDOVER_RUNTIMES.iter().zip(&cells) {
+            let text = if let Some(s) = c.ns {
+                cell(Some(s))
+            } else if let Some(reason) = &c.na {
+                format!("n/a [{}]", note(format!("{rt}, {title}: {reason}")))
+            } else if let Some(reason) = &c.failure {
+                format!("failed [{}]", note(format!("{rt}, {title}: {reason}")))
+            } else if c.tried {
+                "—".into()
+            } else {
+                "not run".into()
+            };
+            let _ = write!(w, " {text} |");
+        }
+        let _ = writeln!(w);
+    }
+    let _ = writeln!(w);
+    if !notes.is_empty() {
+        let _ = writeln!(w, "Notes and failures:\n");
+        for (i, n) in notes.iter().enumerate() {
+            let _ = writeln!(w, "{}. {}", i + 1, n.replace('|', "\\|"));
+        }
+        let _ = writeln!(w);
+    }
+}
+
 // ------------------------------------------------------------- markdown
 
 fn markdown(
     sleepers: &[Rec],
     echo: &[Rec],
+    handover: &[Rec],
     meta: &BTreeMap<String, String>,
     commands: &str,
     svg_rel: &str,
@@ -728,6 +854,9 @@ fn markdown(
         let _ = writeln!(w);
     }
 
+    // ---- hand-over
+    handover_section(w, handover, &|k| m(k).to_string());
+
     // ---- commands
     let _ = writeln!(w, "## Commands\n");
     let _ = writeln!(
@@ -743,9 +872,10 @@ fn markdown(
          `docs/img/sleepers.svg` are rendered from them by \
          `bench/target/release/report --results bench/results --md docs/benchmarks.md --svg docs/img/sleepers.svg`. \
          Knobs (environment variables): `REPS`, `REPS_100K`, `REPS_1M`, `ECHO_REPS`, \
-         `ECHO_SECS`, `ECHO_WARMUP`, `CELL_TIMEOUT`, `SLEEPERS_NS`, `REPS_1M_ASYNCIO`; this \
-         run used REPS={}, REPS_100K={}, REPS_1M={}, REPS_1M_ASYNCIO={}, ECHO_REPS={}, \
-         ECHO_SECS={}, ECHO_WARMUP={}.",
+         `ECHO_SECS`, `ECHO_WARMUP`, `CELL_TIMEOUT`, `SLEEPERS_NS`, `REPS_1M_ASYNCIO`, \
+         `HANDOVER_REPS`, `HANDOVER_TIMEOUT`; this run used REPS={}, REPS_100K={}, REPS_1M={}, \
+         REPS_1M_ASYNCIO={}, ECHO_REPS={}, ECHO_SECS={}, ECHO_WARMUP={}, HANDOVER_REPS={}, \
+         HANDOVER_TIMEOUT={}.",
         m("reps"),
         m("reps_100k"),
         m("reps_1m"),
@@ -753,6 +883,8 @@ fn markdown(
         m("echo_reps"),
         m("echo_secs"),
         m("echo_warmup"),
+        m("handover_reps"),
+        m("handover_timeout"),
     );
     o
 }
