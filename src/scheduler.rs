@@ -605,18 +605,22 @@ impl Scheduler {
             }
             // 2. Sleep in the kernel until an event or the next deadline.
             let mut core = self.core.borrow_mut();
-            let now = Instant::now();
-            let deadline = core.poll_deadline(now);
-            if deadline == Some(now) {
+            if !core.tasks.run_queue.is_empty() {
                 // Tasks are ready: a poll could not sleep anyway, so only
                 // look for events every few turns; a syscall per turn would
-                // cost more than the turn itself. Timers still fire.
+                // cost more than the turn itself. Timers still fire, and the
+                // clock is only read when there are timers to fire.
                 turns_without_poll += 1;
                 if turns_without_poll < POLL_EVERY_TURNS {
-                    core.fire_timers(now);
+                    if !core.timers.is_empty() {
+                        core.fire_timers(Instant::now());
+                    }
                     continue;
                 }
-            } else {
+            }
+            let now = Instant::now();
+            let deadline = core.poll_deadline(now);
+            if deadline != Some(now) {
                 // About to sleep: a good moment to hand idle stack memory
                 // back to the kernel.
                 crate::stack::trim();

@@ -122,6 +122,11 @@ impl Timers {
         self.stale = self.stale.saturating_sub(1);
     }
 
+    /// True when no entry, live or stale, is armed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
     /// Entries in the heap, stale ones included.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
