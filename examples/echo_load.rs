@@ -4,8 +4,8 @@
 //! CPU time per round trip.
 //!
 //! ```text
-//! cargo run --release --example echo_mt -- --workers 2 &
-//! cargo run --release --example echo_load -- --addr 127.0.0.1:1237 \
+//! cargo run --release --example echo_server -- --workers 2 --quiet &
+//! cargo run --release --example echo_load -- --addr 127.0.0.1:1235 \
 //!     --connections 64 --size 64 --duration 5 --threads 1 --server-pid $!
 //! ```
 //!

@@ -1,4 +1,4 @@
-//! The networking examples (`chat_server`, `port_scan`, `echo_mt`) run as
+//! The networking examples (`chat_server`, `port_scan`, `echo_server --workers 2`) run as
 //! child processes and checked from the outside with plain std sockets.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The examples this file runs.
-const EXAMPLES: [&str; 3] = ["chat_server", "port_scan", "echo_mt"];
+const EXAMPLES: [&str; 3] = ["chat_server", "port_scan", "echo_server"];
 
 /// The path of an example's binary, built for this test's profile.
 ///
@@ -273,11 +273,11 @@ fn port_scan_rejects_a_bad_range() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage: port_scan"));
 }
 
-/// The multi-worker echo server echoes for 16 concurrent clients and
+/// The echo server with two workers echoes for 16 concurrent clients and
 /// closes after a client's half-close.
 #[test]
-fn echo_mt_echoes_for_many_clients() {
-    let server = Server::start("echo_mt", &["--workers", "2"]);
+fn echo_server_with_two_workers_echoes_for_many_clients() {
+    let server = Server::start("echo_server", &["--workers", "2", "--quiet"]);
     let addr = server.addr;
     let clients: Vec<_> = (0..16)
         .map(|c| {
