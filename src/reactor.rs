@@ -20,6 +20,12 @@ use crate::park::RemoteQueue;
 use crate::task::Waiter;
 use crate::timerfd::TimerFd;
 
+/// Deadlines further off than this are waited for with epoll's timeout.
+const FAR: Duration = Duration::from_millis(5);
+/// How much earlier than a far deadline epoll's timeout ends (mio rounds
+/// it up to whole milliseconds, so this keeps the wake-up before it).
+const EARLY: Duration = Duration::from_millis(2);
+
 /// Serial numbers of registrations, unique in the process.
 static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -207,6 +213,12 @@ impl Reactor {
         let timeout = match deadline {
             // Due already: just collect what is ready.
             Some(d) if d <= now => Some(Duration::ZERO),
+            // Far off: epoll's own millisecond timeout, ending a little
+            // early, costs no extra system call; the loop then comes back
+            // here with the deadline near and arms the precise timer. A
+            // server whose reads carry far deadlines (idle timeouts) would
+            // otherwise re-arm the timer on almost every turn.
+            Some(d) if d - now > FAR => Some(d - now - EARLY),
             Some(d) => match &mut self.timer {
                 Some(timer) => {
                     let armed_in_time =
