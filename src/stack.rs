@@ -32,6 +32,7 @@ use std::num::NonZeroUsize;
 use std::ptr;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use corosensei::stack::valgrind::ValgrindStackRegistration;
 use corosensei::stack::{Stack, StackPointer};
 
 /// `MADV_GUARD_INSTALL`, Linux 6.13+; not yet in every libc release.
@@ -81,6 +82,9 @@ pub(crate) struct PooledStack {
     base: usize,
     /// Usable size in bytes, excluding the guard page.
     size: usize,
+    /// Tells valgrind (when running under it) that this range is a stack,
+    /// so it follows the switches onto it; nothing otherwise.
+    _valgrind: ValgrindStackRegistration,
 }
 
 impl PooledStack {
@@ -235,6 +239,7 @@ impl Pool {
         Ok(PooledStack {
             base: s.base,
             size: s.size,
+            _valgrind: ValgrindStackRegistration::new((s.base - s.size) as *mut u8, s.size),
         })
     }
 
