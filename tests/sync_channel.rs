@@ -2,6 +2,8 @@
 //! cross-thread `sync::mpsc`, under contention, closing, timeouts and
 //! cancellation.
 
+mod util;
+
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,27 +16,7 @@ use yieldloop::sync::{
 };
 use yieldloop::{spawn, yield_now};
 
-/// The most any test here may take.
-const LIMIT: Duration = Duration::from_secs(30);
-
-/// Runs `f` on a thread of its own and fails if it takes longer than
-/// `LIMIT`; a panic in `f` comes out as the test's panic.
-fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let h = thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(LIMIT) {
-        Ok(v) => {
-            h.join().unwrap();
-            v
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            std::panic::resume_unwind(h.join().unwrap_err())
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("test took more than {LIMIT:?}"),
-    }
-}
+use util::within;
 
 /// A value that counts its drops, to see values are neither lost nor
 /// dropped twice.

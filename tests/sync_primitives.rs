@@ -1,35 +1,16 @@
 //! Mutex, Semaphore, WaitGroup, Barrier, Notify and Event: contention from
 //! thousands of tasks, fairness, and cancellation leaving no ghost waiters.
 
+mod util;
+
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use yieldloop::sync::{Barrier, Event, Mutex, Notify, Semaphore, WaitGroup};
 use yieldloop::{sleep, spawn, yield_now};
 
-/// The most any test here may take.
-const LIMIT: Duration = Duration::from_secs(30);
-
-/// Runs `f` on a thread of its own and fails if it takes longer than
-/// `LIMIT`; a panic in `f` comes out as the test's panic.
-fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let h = thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(LIMIT) {
-        Ok(v) => {
-            h.join().unwrap();
-            v
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            std::panic::resume_unwind(h.join().unwrap_err())
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("test took more than {LIMIT:?}"),
-    }
-}
+use util::within;
 
 /// Three thousand tasks take turns on one mutex, each holding it across a
 /// pause; never two inside at once, and no update lost.

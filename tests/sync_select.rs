@@ -1,6 +1,8 @@
 //! `Select`: channels, sockets, task ends and deadlines; losers unregistered
 //! and wake-ups handed on.
 
+mod util;
+
 use std::io::{Read, Write};
 use std::rc::Rc;
 use std::thread;
@@ -10,27 +12,7 @@ use yieldloop::net::{TcpListener, TcpStream};
 use yieldloop::sync::{channel, mpsc, oneshot, Select, TryRecvError};
 use yieldloop::{sleep, spawn, yield_now};
 
-/// The most any test here may take.
-const LIMIT: Duration = Duration::from_secs(30);
-
-/// Runs `f` on a thread of its own and fails if it takes longer than
-/// `LIMIT`; a panic in `f` comes out as the test's panic.
-fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let h = thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(LIMIT) {
-        Ok(v) => {
-            h.join().unwrap();
-            v
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            std::panic::resume_unwind(h.join().unwrap_err())
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("test took more than {LIMIT:?}"),
-    }
-}
+use util::within;
 
 /// A connected pair of sockets: (accepted side, connecting side).
 fn socket_pair() -> (TcpStream, TcpStream) {

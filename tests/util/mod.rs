@@ -564,3 +564,32 @@ pub fn in_child_process(name: &str, body: impl FnOnce()) {
 // ---------------------------------------------------------------------------
 // End of the runtime-test helpers.
 // ---------------------------------------------------------------------------
+
+// ---------------------------------------------------------------------------
+// A time limit for tests that could hang: the body runs on a thread of its
+// own, so a deadlock fails the test instead of stalling the suite.
+// ---------------------------------------------------------------------------
+
+/// The most a test run through [`within`] may take.
+pub const WITHIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs `f` on a thread of its own and fails if it takes longer than
+/// [`WITHIN_LIMIT`]; a panic in `f` comes out as the test's panic.
+pub fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(WITHIN_LIMIT) {
+        Ok(v) => {
+            h.join().unwrap();
+            v
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(h.join().unwrap_err())
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("test took more than {WITHIN_LIMIT:?}")
+        }
+    }
+}
