@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the comparison benchmarks (release), runs them all (hand-over
-# micro-benchmarks, sleepers, echo servers), and writes docs/benchmarks.md
+# micro-benchmarks, timer lateness, sleepers, echo servers), and writes docs/benchmarks.md
 # and docs/img/sleepers.svg from the raw results in bench/results/.
 #
 #   bench/run.sh
@@ -16,6 +16,14 @@
 #   SLEEPERS_NS ["1 1000 10000 100000 1000000"]  task counts (for quick trials)
 #   HANDOVER_REPS [5]      runs per hand-over cell
 #   HANDOVER_TIMEOUT [60]  seconds before a hand-over run is killed and marked failed
+#   LATENESS_REPS [5]      runs per timer-lateness cell (per runtime and variant)
+#   LATENESS_TASKS [1000]  sleeping tasks per timer-lateness run
+#   LATENESS_MAX_MS [50]   largest random delay (ms) of a timer-lateness task
+#   LATENESS_TIMEOUT [30]  seconds before a timer-lateness run is killed and marked failed
+#
+# Timer lateness runs twice per runtime: at normal priority, and under
+# `chrt -f 50` (SCHED_FIFO, "realtime priority") when chrt works here
+# (typically as root); otherwise that variant is skipped and the report says why.
 #
 # Every sleepers and hand-over measurement runs in its own process, so a
 # crash or an out-of-memory kill only marks that cell as failed. All network load goes
@@ -34,6 +42,10 @@ CELL_TIMEOUT=${CELL_TIMEOUT:-180}
 SLEEPERS_NS=${SLEEPERS_NS:-1 1000 10000 100000 1000000}
 HANDOVER_REPS=${HANDOVER_REPS:-5}
 HANDOVER_TIMEOUT=${HANDOVER_TIMEOUT:-60}
+LATENESS_REPS=${LATENESS_REPS:-5}
+LATENESS_TASKS=${LATENESS_TASKS:-1000}
+LATENESS_MAX_MS=${LATENESS_MAX_MS:-50}
+LATENESS_TIMEOUT=${LATENESS_TIMEOUT:-30}
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$BENCH")
@@ -54,7 +66,7 @@ fi
 BUILD_S=$(elapsed)
 
 mkdir -p "$RES" "$ROOT/docs/img"
-rm -f "$RES"/handover.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -67,6 +79,15 @@ else
 fi
 PY=""
 if command -v python3 >/dev/null; then PY=python3; fi
+# Realtime variant of the timer-lateness runs: only if chrt can actually
+# give a process SCHED_FIFO here.
+if ! command -v chrt >/dev/null; then
+    LATENESS_RT="no (chrt not found)"
+elif chrt -f 50 true 2>/dev/null; then
+    LATENESS_RT=yes
+else
+    LATENESS_RT="no (chrt -f 50 failed as $(id -un): $(chrt -f 50 true 2>&1 | tail -n1 | cut -c1-120))"
+fi
 
 # ---------------------------------------------------------------- machine
 {
@@ -98,6 +119,11 @@ if command -v python3 >/dev/null; then PY=python3; fi
     echo "echo_warmup=$ECHO_WARMUP"
     echo "handover_reps=$HANDOVER_REPS"
     echo "handover_timeout=$HANDOVER_TIMEOUT"
+    echo "lateness_reps=$LATENESS_REPS"
+    echo "lateness_tasks=$LATENESS_TASKS"
+    echo "lateness_max_ms=$LATENESS_MAX_MS"
+    echo "lateness_timeout=$LATENESS_TIMEOUT"
+    echo "lateness_rt=$LATENESS_RT"
     echo "build_s=$BUILD_S"
 } >"$RES/meta.txt"
 
@@ -107,6 +133,10 @@ cargo build --release --bins
 # hand-over micro-benchmarks: one process per measurement (a warm-up round,
 # then the measured round), killed after ${HANDOVER_TIMEOUT} s
 timeout ${HANDOVER_TIMEOUT} bench/target/release/handover --runtime {yieldloop|tokio|may} --bench {pingpong|bounded|mutex|yield|spawn}
+# timer lateness: one process per measurement, at normal priority and (the
+# "realtime priority" variant, only where chrt works) under SCHED_FIFO 50
+timeout ${LATENESS_TIMEOUT} bench/target/release/lateness --runtime {yieldloop|tokio|may} --tasks ${LATENESS_TASKS} --max-ms ${LATENESS_MAX_MS}
+timeout ${LATENESS_TIMEOUT} chrt -f 50 bench/target/release/lateness --runtime {yieldloop|tokio|may} --tasks ${LATENESS_TASKS} --max-ms ${LATENESS_MAX_MS}
 # sleepers: one process per measurement, killed after ${CELL_TIMEOUT} s
 timeout ${CELL_TIMEOUT} bench/target/release/sleepers --runtime {yieldloop|tokio|may|threads} --n N
 timeout ${CELL_TIMEOUT} python3 bench/py/sleepers.py --n N
@@ -152,6 +182,47 @@ for rep in $(seq 1 "$HANDOVER_REPS"); do
         for rt in yieldloop tokio may; do
             case $skip in *" $rt/$b "*) continue ;; esac
             handover_cell "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+        done
+    done
+done
+rm -f "$RES/cell.out" "$RES/cell.err"
+
+# ---------------------------------------------------------------- lateness
+# One measurement ($2: normal or rt); appends a result line (ok=1) or a
+# failure line (ok=0).
+lateness_cell() {
+    local rt=$1 variant=$2 rep=$3 out err rc reason line prio=()
+    out=$RES/cell.out
+    err=$RES/cell.err
+    [ "$variant" = rt ] && prio=(chrt -f 50)
+    timeout "$LATENESS_TIMEOUT" "${prio[@]}" "$BIN/lateness" --runtime "$rt" \
+        --tasks "$LATENESS_TASKS" --max-ms "$LATENESS_MAX_MS" >"$out" 2>"$err"
+    rc=$?
+    line=$(grep -m1 '^lateness ' "$out")
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+        echo "lateness variant=$variant rep=$rep ok=1 ${line#lateness }" >>"$RES/lateness.txt"
+        return 0
+    fi
+    case $rc in
+        124) reason="killed after ${LATENESS_TIMEOUT} s (timeout)" ;;
+        137) reason="killed by SIGKILL (out of memory?)" ;;
+        *) reason=$(grep -v '^note:' "$err" | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
+    esac
+    [ -n "$reason" ] || reason="exit status $rc"
+    cp "$err" "$RES/failed-lateness-$rt-$variant.err"
+    echo "lateness runtime=$rt variant=$variant rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/lateness.txt"
+    return 1
+}
+
+LATENESS_VARIANTS=normal
+[ "$LATENESS_RT" = yes ] && LATENESS_VARIANTS="normal rt"
+skip=" "
+for rep in $(seq 1 "$LATENESS_REPS"); do
+    log "lateness run $rep/$LATENESS_REPS ($LATENESS_VARIANTS)"
+    for variant in $LATENESS_VARIANTS; do
+        for rt in yieldloop tokio may; do
+            case $skip in *" $rt/$variant "*) continue ;; esac
+            lateness_cell "$rt" "$variant" "$rep" || skip="$skip$rt/$variant "
         done
     done
 done

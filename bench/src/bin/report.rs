@@ -13,6 +13,8 @@
 //! - `handover.txt`: `handover rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
 //!   `handover rep=.. ok=1 runtime=.. bench=.. na=1 reason=..` for a benchmark a
 //!   runtime cannot do, or `handover runtime=.. bench=.. rep=.. ok=0 status=.. reason=..`.
+//! - `lateness.txt`: `lateness variant=normal|rt rep=.. ok=1 runtime=.. tasks=.. max_ms=.. p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. mean_us=.. early=.. max_early_us=..`,
+//!   or `lateness runtime=.. variant=.. rep=.. ok=0 status=.. reason=..`.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
 
@@ -34,6 +36,21 @@ const HANDOVER_BENCHES: [(&str, &str, &str); 5] = [
     ("mutex", "mutex hand-over", "one hand-over of the lock"),
     ("yield", "yield between two tasks", "one `yield_now`"),
     ("spawn", "spawn + join a trivial task", "one spawn and its join"),
+];
+
+const LATENESS_RUNTIMES: [&str; 3] = ["yieldloop", "tokio", "may"];
+/// (variant key, label).
+const LATENESS_VARIANTS: [(&str, &str); 2] = [
+    ("normal", "normal"),
+    ("rt", "realtime priority (`chrt -f 50`)"),
+];
+/// (field, column title).
+const LATENESS_COLUMNS: [(&str, &str); 5] = [
+    ("p50_us", "p50"),
+    ("p90_us", "p90"),
+    ("p99_us", "p99"),
+    ("p999_us", "p99.9"),
+    ("max_us", "max"),
 ];
 
 /// One result line: its fields, and the free-text reason of a failure.
@@ -191,6 +208,7 @@ fn main() {
     let sleepers = read_recs(&a.results.join("sleepers.txt"));
     let echo = read_recs(&a.results.join("echo.txt"));
     let handover = read_recs(&a.results.join("handover.txt"));
+    let lateness = read_recs(&a.results.join("lateness.txt"));
     let meta = read_meta(&a.results.join("meta.txt"));
     let commands = std::fs::read_to_string(a.results.join("commands.txt")).unwrap_or_default();
 
@@ -198,7 +216,9 @@ fn main() {
     if let Err(e) = plot(&sleepers, &a.svg) {
         eprintln!("report: plot failed: {e}");
     }
-    let md = markdown(&sleepers, &echo, &handover, &meta, &commands, &svg_rel);
+    let md = markdown(
+        &sleepers, &echo, &handover, &lateness, &meta, &commands, &svg_rel,
+    );
     if let Err(e) = std::fs::write(&a.md, md) {
         eprintln!("report: writing {}: {e}", a.md.display());
         std::process::exit(1);
@@ -584,12 +604,180 @@ fn handover_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
     }
 }
 
+// ------------------------------------------------------------- timer lateness
+
+struct LatenessCell {
+    /// One statistic per entry of `LATENESS_COLUMNS`.
+    cols: Vec<Option<Stat>>,
+    /// Early wake-ups summed over the successful runs, and the largest one (µs).
+    early: u64,
+    max_early_us: f64,
+    runs: usize,
+    failure: Option<String>,
+    tried: bool,
+}
+
+fn lateness_cell(recs: &[Rec], rt: &str, variant: &str) -> LatenessCell {
+    let mine: Vec<&Rec> = recs
+        .iter()
+        .filter(|r| r.s("runtime") == rt && r.s("variant") == variant)
+        .collect();
+    let ok: Vec<&&Rec> = mine.iter().filter(|r| r.ok()).collect();
+    LatenessCell {
+        cols: LATENESS_COLUMNS
+            .iter()
+            .map(|(k, _)| stat(ok.iter().map(|r| r.f(k)).collect()))
+            .collect(),
+        early: ok.iter().map(|r| r.f("early").max(0.0) as u64).sum(),
+        max_early_us: ok
+            .iter()
+            .map(|r| r.f("max_early_us"))
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max),
+        runs: ok.len(),
+        failure: mine
+            .iter()
+            .find(|r| !r.ok())
+            .map(|r| r.reason.clone().unwrap_or_else(|| "failed".into())),
+        tried: !mine.is_empty(),
+    }
+}
+
+fn lateness_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
+    let _ = writeln!(w, "## Timer lateness
+");
+    let _ = writeln!(
+        w,
+        "How late a sleeping task runs again after its deadline. {} tasks are \
+         spawned at once; each picks its own delay, uniform in 0–{} ms (a xorshift64 \
+         generator with a fixed seed, so every run and runtime draws the same delays), \
+         computes `deadline = Instant::now() + delay` inside the task, sleeps until the \
+         deadline and records `Instant::now() − deadline` as soon as it runs: yieldloop \
+         `sleep_until`, tokio `time::sleep_until` (`current_thread` with `enable_time`), \
+         may `coroutine::sleep` of the remaining time (`set_workers(1)`, everything \
+         spawned from inside one coroutine; may keeps its timers on a timer thread of \
+         its own, which hands expired coroutines back to the worker). Percentiles are \
+         nearest-rank over the tasks of one run; each cell is the median over {} runs \
+         (min–max in brackets), runtimes and variants interleaved, one process per run.\n",
+        m("lateness_tasks"),
+        m("lateness_max_ms"),
+        m("lateness_reps"),
+    );
+    let rt_state = m("lateness_rt");
+    let _ = writeln!(
+        w,
+        "The machine is shared, and at normal priority CPU contention from other \
+         processes can dominate the tail. The **realtime priority** variant runs the same \
+         process under `chrt -f 50` (`SCHED_FIFO`, inherited by all its threads), so that \
+         ordinary processes no longer preempt it and what remains is mostly the runtime's \
+         own timer mechanism. {}\n",
+        if rt_state == "yes" {
+            "chrt worked on this machine, so both variants ran.".to_string()
+        } else {
+            let why = rt_state
+                .strip_prefix("no (")
+                .and_then(|r| r.strip_suffix(')'))
+                .unwrap_or(&rt_state);
+            format!("That variant was skipped on this run: {why}.")
+        },
+    );
+    let _ = writeln!(
+        w,
+        "A correct runtime never wakes a task before its deadline: such early \
+         wake-ups are counted separately (their lateness counts as 0 in the percentiles).\n"
+    );
+    let _ = writeln!(w, "### Lateness (µs): median (min–max) over runs\n");
+    let _ = write!(w, "| runtime | priority |");
+    for (_, title) in LATENESS_COLUMNS {
+        let _ = write!(w, " {title} |");
+    }
+    let _ = writeln!(
+        w,
+        " early wake-ups | runs |\n|---|---|{}---:|---:|",
+        "---:|".repeat(LATENESS_COLUMNS.len())
+    );
+    let mut notes: Vec<String> = Vec::new();
+    for (variant, label) in LATENESS_VARIANTS {
+        for rt in LATENESS_RUNTIMES {
+            let c = lateness_cell(recs, rt, variant);
+            if !c.tried {
+                if variant == "rt" && rt_state != "yes" {
+                    continue;
+                }
+                let _ = writeln!(
+                    w,
+                    "| {rt} | {label} |{} — | 0 |",
+                    " not run |".repeat(LATENESS_COLUMNS.len())
+                );
+                continue;
+            }
+            let _ = write!(w, "| {rt} | {label} |");
+            for s in &c.cols {
+                let _ = write!(w, " {} |", cell(*s));
+            }
+            let early = if c.runs == 0 {
+                "—".to_string()
+            } else if c.early == 0 {
+                "0".to_string()
+            } else {
+                format!("**{}** (up to {} µs early)", c.early, num(c.max_early_us))
+            };
+            let mut runs = c.runs.to_string();
+            if let Some(reason) = &c.failure {
+                let text = format!("{rt}, {label}: {reason}");
+                let idx = match notes.iter().position(|n| *n == text) {
+                    Some(i) => i + 1,
+                    None => {
+                        notes.push(text);
+                        notes.len()
+                    }
+                };
+                runs = format!("{runs}, failed [{idx}]");
+            }
+            let _ = writeln!(w, " {early} | {runs} |");
+        }
+    }
+    let _ = writeln!(w);
+    if !notes.is_empty() {
+        let _ = writeln!(w, "Failures (the last line the process printed):\n");
+        for (i, n) in notes.iter().enumerate() {
+            let _ = writeln!(w, "{}. {}", i + 1, n.replace('|', "\\|"));
+        }
+        let _ = writeln!(w);
+    }
+    let _ = writeln!(w, "Commands (one process per run, from the repository root):\n");
+    let args = format!(
+        "--tasks {} --max-ms {}",
+        m("lateness_tasks"),
+        m("lateness_max_ms")
+    );
+    let _ = writeln!(w, "```sh");
+    for rt in LATENESS_RUNTIMES {
+        let _ = writeln!(
+            w,
+            "timeout {} bench/target/release/lateness --runtime {rt} {args}",
+            m("lateness_timeout")
+        );
+    }
+    if rt_state == "yes" {
+        for rt in LATENESS_RUNTIMES {
+            let _ = writeln!(
+                w,
+                "timeout {} chrt -f 50 bench/target/release/lateness --runtime {rt} {args}",
+                m("lateness_timeout")
+            );
+        }
+    }
+    let _ = writeln!(w, "```\n");
+}
+
 // ------------------------------------------------------------- markdown
 
 fn markdown(
     sleepers: &[Rec],
     echo: &[Rec],
     handover: &[Rec],
+    lateness: &[Rec],
     meta: &BTreeMap<String, String>,
     commands: &str,
     svg_rel: &str,
@@ -857,6 +1045,9 @@ fn markdown(
     // ---- hand-over
     handover_section(w, handover, &|k| m(k).to_string());
 
+    // ---- timer lateness
+    lateness_section(w, lateness, &|k| m(k).to_string());
+
     // ---- commands
     let _ = writeln!(w, "## Commands\n");
     let _ = writeln!(
@@ -873,9 +1064,11 @@ fn markdown(
          `bench/target/release/report --results bench/results --md docs/benchmarks.md --svg docs/img/sleepers.svg`. \
          Knobs (environment variables): `REPS`, `REPS_100K`, `REPS_1M`, `ECHO_REPS`, \
          `ECHO_SECS`, `ECHO_WARMUP`, `CELL_TIMEOUT`, `SLEEPERS_NS`, `REPS_1M_ASYNCIO`, \
-         `HANDOVER_REPS`, `HANDOVER_TIMEOUT`; this run used REPS={}, REPS_100K={}, REPS_1M={}, \
+         `HANDOVER_REPS`, `HANDOVER_TIMEOUT`, `LATENESS_REPS`, `LATENESS_TASKS`, \
+         `LATENESS_MAX_MS`, `LATENESS_TIMEOUT`; this run used REPS={}, REPS_100K={}, REPS_1M={}, \
          REPS_1M_ASYNCIO={}, ECHO_REPS={}, ECHO_SECS={}, ECHO_WARMUP={}, HANDOVER_REPS={}, \
-         HANDOVER_TIMEOUT={}.",
+         HANDOVER_TIMEOUT={}, LATENESS_REPS={}, LATENESS_TASKS={}, LATENESS_MAX_MS={}, \
+         LATENESS_TIMEOUT={}.",
         m("reps"),
         m("reps_100k"),
         m("reps_1m"),
@@ -885,6 +1078,10 @@ fn markdown(
         m("echo_warmup"),
         m("handover_reps"),
         m("handover_timeout"),
+        m("lateness_reps"),
+        m("lateness_tasks"),
+        m("lateness_max_ms"),
+        m("lateness_timeout"),
     );
     o
 }
