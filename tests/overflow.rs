@@ -98,3 +98,66 @@ fn ordinary_thread_overflow_is_left_alone() {
         "std's report lost: {stderr}"
     );
 }
+
+/// The child half of the trimmed-stack test.
+#[test]
+fn trimmed_overflow_child() {
+    if std::env::var_os("YIELDLOOP_TRIMMED_OVERFLOW_CHILD").is_none() {
+        return;
+    }
+    const SIZE: usize = 64 * 1024;
+    yieldloop::run(|| {
+        let spawn_sleepers = |n: usize, ms: u64| -> Vec<_> {
+            (0..n)
+                .map(|_| {
+                    yieldloop::Builder::new()
+                        .stack_size(SIZE)
+                        .spawn(move || yieldloop::sleep(std::time::Duration::from_millis(ms)))
+                        .unwrap()
+                })
+                .collect()
+        };
+        // Fill the pool well past its warm watermark, then let the loop go
+        // idle so the excess is handed back to the kernel.
+        for h in spawn_sleepers(2_500, 1) {
+            h.join().unwrap();
+        }
+        yieldloop::sleep(std::time::Duration::from_millis(20));
+        assert!(yieldloop::pool_stats().trimmed > 0, "nothing was trimmed");
+        // Use up the warm stacks, so the next task runs on a trimmed one.
+        let _held = spawn_sleepers(1_200, 10_000);
+        yieldloop::yield_now();
+        let h = yieldloop::Builder::new()
+            .name("cold-diver")
+            .stack_size(SIZE)
+            .spawn(|| recurse(0))
+            .unwrap();
+        let _ = h.join();
+    });
+}
+
+/// A stack whose memory went back to the kernel keeps its guard page: an
+/// overflow on it is still caught and reported.
+#[test]
+fn guard_survives_trimming() {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args([
+            "--exact",
+            "trimmed_overflow_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("YIELDLOOP_TRIMMED_OVERFLOW_CHILD", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "child survived an overflow: {stderr}"
+    );
+    assert!(
+        stderr.contains("(cold-diver) overflowed its stack of 65536 bytes"),
+        "no clear report in: {stderr}"
+    );
+}
