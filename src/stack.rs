@@ -20,6 +20,8 @@
 //! stays one mapping however many stacks it holds. On older kernels the pool
 //! falls back to `mprotect(PROT_NONE)`, which splits the mapping in two per
 //! stack; running out of mappings is then reported with the sysctl to raise.
+//! The environment variable `YIELDLOOP_STACK_GUARD=mprotect` forces the
+//! fallback, to test or compare it.
 //!
 //! Finished stacks go back to a per-thread free list and are reused by the
 //! next spawn of the same size without any system call. Above a watermark,
@@ -328,7 +330,14 @@ fn map_chunk(size: usize, list: &mut VecDeque<FreeStack>) -> io::Result<usize> {
 
 /// Makes the page at `addr` fault on any access.
 fn install_guard(addr: usize, page: usize) -> io::Result<()> {
-    let mode = GUARD_MODE.load(Ordering::Relaxed);
+    let mut mode = GUARD_MODE.load(Ordering::Relaxed);
+    if mode == GUARD_UNKNOWN
+        && std::env::var_os("YIELDLOOP_STACK_GUARD").is_some_and(|v| v == "mprotect")
+    {
+        // Lets the fallback be exercised (and compared) on new kernels.
+        mode = GUARD_MPROTECT;
+        GUARD_MODE.store(GUARD_MPROTECT, Ordering::Relaxed);
+    }
     if mode != GUARD_MPROTECT {
         // SAFETY: `addr` is a page of a mapping we own and no one uses yet.
         let r = unsafe { libc::madvise(addr as *mut libc::c_void, page, MADV_GUARD_INSTALL) };

@@ -161,3 +161,77 @@ fn guard_survives_trimming() {
         "no clear report in: {stderr}"
     );
 }
+
+/// The child half of the fallback test: reports the guard mode and the
+/// mapping count after carving 1,000 stacks.
+#[test]
+fn fallback_guard_child() {
+    if std::env::var_os("YIELDLOOP_FALLBACK_CHILD").is_none() {
+        return;
+    }
+    yieldloop::run(|| {
+        let maps = || {
+            std::fs::read_to_string("/proc/self/maps")
+                .unwrap()
+                .lines()
+                .count()
+        };
+        let before = maps();
+        let hs: Vec<_> = (0..1_000)
+            .map(|_| yieldloop::spawn(|| yieldloop::sleep(std::time::Duration::from_millis(5))))
+            .collect();
+        let during = maps();
+        for h in hs {
+            h.join().unwrap();
+        }
+        eprintln!(
+            "guards_use_madvise={} mappings_added={}",
+            yieldloop::guards_use_madvise(),
+            during - before
+        );
+        let h = yieldloop::Builder::new()
+            .name("fallback-diver")
+            .stack_size(64 * 1024)
+            .spawn(|| recurse(0))
+            .unwrap();
+        let _ = h.join();
+    });
+}
+
+/// With `YIELDLOOP_STACK_GUARD=mprotect` the pool uses the `mprotect`
+/// fallback: each guard splits its mapping (about two mappings per stack),
+/// and an overflow is still caught and reported.
+#[test]
+fn mprotect_fallback_guards_and_reports() {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args([
+            "--exact",
+            "fallback_guard_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("YIELDLOOP_FALLBACK_CHILD", "1")
+        .env("YIELDLOOP_STACK_GUARD", "mprotect")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("guards_use_madvise=false"),
+        "not the fallback: {stderr}"
+    );
+    let added: usize = stderr
+        .split("mappings_added=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no mapping count in: {stderr}"));
+    assert!(
+        added >= 1_500,
+        "mprotect guards should split mappings, added {added}"
+    );
+    assert!(
+        stderr.contains("(fallback-diver) overflowed its stack of 65536 bytes"),
+        "no clear report in: {stderr}"
+    );
+}
