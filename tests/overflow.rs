@@ -32,18 +32,7 @@ fn overflow_child() {
 /// process dies of SIGSEGV rather than running on with a corrupt stack.
 #[test]
 fn overflow_is_reported_with_the_task_name() {
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args([
-            "--exact",
-            "overflow_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("YIELDLOOP_OVERFLOW_CHILD", "1")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (out, stderr) = run_self("overflow_child", &[("YIELDLOOP_OVERFLOW_CHILD", "1")]);
     assert!(
         !out.status.success(),
         "child survived an overflow: {stderr}"
@@ -66,6 +55,20 @@ fn libc_sigsegv() -> i32 {
     11
 }
 
+/// Runs one test of this binary in a child process with `envs` set (each
+/// child test does its work only when its variable is there) and returns
+/// the exit status and stderr. An overflow ends the child, hence a process.
+fn run_self(test: &str, envs: &[(&str, &str)]) -> (std::process::Output, String) {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stderr)
+}
+
 /// A fault that is not a guard-page hit keeps its default behaviour (here:
 /// Rust's own report of a main-thread overflow is not swallowed).
 #[test]
@@ -80,17 +83,10 @@ fn ordinary_thread_overflow_is_left_alone() {
         let _ = t.join();
         return;
     }
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args([
-            "--exact",
-            "ordinary_thread_overflow_is_left_alone",
-            "--nocapture",
-        ])
-        .env("YIELDLOOP_THREAD_OVERFLOW_CHILD", "1")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (out, stderr) = run_self(
+        "ordinary_thread_overflow_is_left_alone",
+        &[("YIELDLOOP_THREAD_OVERFLOW_CHILD", "1")],
+    );
     assert!(!out.status.success());
     assert!(!stderr.contains("yieldloop: task"), "misreported: {stderr}");
     assert!(
@@ -140,18 +136,10 @@ fn trimmed_overflow_child() {
 /// overflow on it is still caught and reported.
 #[test]
 fn guard_survives_trimming() {
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args([
-            "--exact",
-            "trimmed_overflow_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("YIELDLOOP_TRIMMED_OVERFLOW_CHILD", "1")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (out, stderr) = run_self(
+        "trimmed_overflow_child",
+        &[("YIELDLOOP_TRIMMED_OVERFLOW_CHILD", "1")],
+    );
     assert!(
         !out.status.success(),
         "child survived an overflow: {stderr}"
@@ -203,19 +191,13 @@ fn fallback_guard_child() {
 /// and an overflow is still caught and reported.
 #[test]
 fn mprotect_fallback_guards_and_reports() {
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args([
-            "--exact",
-            "fallback_guard_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("YIELDLOOP_FALLBACK_CHILD", "1")
-        .env("YIELDLOOP_STACK_GUARD", "mprotect")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (_, stderr) = run_self(
+        "fallback_guard_child",
+        &[
+            ("YIELDLOOP_FALLBACK_CHILD", "1"),
+            ("YIELDLOOP_STACK_GUARD", "mprotect"),
+        ],
+    );
     assert!(
         stderr.contains("guards_use_madvise=false"),
         "not the fallback: {stderr}"
