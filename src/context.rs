@@ -1,45 +1,43 @@
 //! The thread-local "where am I" of the runtime: the scheduler running on
-//! this thread, the task it is running, and that task's yielder.
+//! this thread and the task it is running.
 //!
 //! [`suspend`] is the one way a task pauses. It reaches its own coroutine's
-//! [`Yielder`] through a raw pointer kept here, which is why this module holds
-//! the crate's main `unsafe`. The rules that keep the pointer valid are all
-//! enforced in this file:
+//! [`Yielder`] through a raw pointer kept in the task's context, which is
+//! why this module holds the crate's main `unsafe`. The rules that keep the
+//! pointers valid are all enforced in this file:
 //!
-//! * a task stores its yielder pointer when its body starts ([`enter_task`]),
-//!   and `suspend` puts it back each time the task is resumed (the other
-//!   tasks that ran in between changed it);
-//! * the scheduler clears it whenever control comes back from a coroutine
-//!   ([`resume_task`], [`drop_task`]), so code running on the scheduler's own
-//!   stack never sees a pointer to a yielder that is not running.
-//!
-//! The yielder lives on the coroutine's own stack, which stays mapped for as
-//! long as the coroutine exists, and it is only dereferenced from code running
-//! on that very stack.
+//! * each task's coroutine and context live in one heap block, its
+//!   [`Body`], whose address never changes while the task lives; the
+//!   scheduler resumes the coroutine in place through [`resume_task`];
+//! * the thread-local `CURRENT` points at the running task's context only
+//!   while [`resume_task`] or [`drop_task`] runs that task, and is cleared
+//!   (or restored) before they return, so code on the scheduler's own stack
+//!   never sees a task context at all;
+//! * a task stores its yielder pointer in its context when its body starts
+//!   ([`enter_task`]). The yielder lives on the coroutine's own stack, which
+//!   stays mapped for as long as the coroutine exists, and it is only
+//!   dereferenced from code running on that very stack.
 
 use std::cell::{Cell, RefCell};
-use std::ptr;
+use std::ptr::{self, NonNull};
 use std::rc::Rc;
 
 use corosensei::{CoroutineResult, Yielder};
 
 use crate::op::{Op, Resume};
+use crate::overflow::GuardInfo;
 use crate::scheduler::Scheduler;
 use crate::task::{TaskCoroutine, TaskId};
 
 thread_local! {
     /// The scheduler driving this thread, set for the whole of [`crate::run`].
     static SCHEDULER: RefCell<Option<Rc<Scheduler>>> = const { RefCell::new(None) };
-    /// The running task's yielder; null while the scheduler itself runs.
-    static YIELDER: Cell<*const Yielder<Resume, Op>> = const { Cell::new(ptr::null()) };
-    /// The running (or unwinding) task's id.
-    static CURRENT_TASK: Cell<Option<TaskId>> = const { Cell::new(None) };
+    /// The running (or unwinding) task's context; null while the scheduler
+    /// itself runs. One word, written twice per resume.
+    static CURRENT: Cell<*const TaskCx> = const { Cell::new(ptr::null()) };
     /// True while the scheduler tears a task down; tells a task's body that a
     /// caught unwind is the coroutine's forced unwind and must go on.
     static FORCED_UNWIND: Cell<bool> = const { Cell::new(false) };
-    /// The running task's earliest active [`crate::timeout`] scope. Saved
-    /// across each pause like the yielder, since other tasks run between.
-    static SCOPE: Cell<Option<Scope>> = const { Cell::new(None) };
 }
 
 /// An active `timeout` scope: its deadline and the id its expiry carries.
@@ -49,14 +47,95 @@ pub(crate) struct Scope {
     pub(crate) id: u64,
 }
 
+/// What code running in a task needs to know about itself: kept in the
+/// task's [`Body`], so it needs no saving and restoring around each pause.
+#[derive(Debug)]
+pub(crate) struct TaskCx {
+    /// Where the guard page is, for stack-overflow reports.
+    pub(crate) guard: GuardInfo,
+    pub(crate) id: TaskId,
+    /// The coroutine's yielder, set when the body starts.
+    yielder: Cell<*const Yielder<Resume, Op>>,
+    /// The task's earliest active [`crate::timeout`] scope.
+    scope: Cell<Option<Scope>>,
+}
+
+/// A task's coroutine and context, in one heap block whose address is
+/// fixed for the task's life: the scheduler resumes the coroutine in place
+/// while the task table may grow, and the thread-local points at the
+/// context while the task runs.
+pub(crate) struct Body {
+    /// Declared first, so it is dropped (and unwound) while `cx` is intact.
+    co: TaskCoroutine,
+    cx: TaskCx,
+}
+
+/// The owner of a task's [`Body`]. Dropping it drops the coroutine; use
+/// [`drop_task`] for one that may be suspended.
+pub(crate) struct BodyBox(NonNull<Body>);
+
+impl BodyBox {
+    pub(crate) fn new(co: TaskCoroutine, id: TaskId, guard: GuardInfo) -> BodyBox {
+        let body = Box::new(Body {
+            co,
+            cx: TaskCx {
+                guard,
+                id,
+                yielder: Cell::new(ptr::null()),
+                scope: Cell::new(None),
+            },
+        });
+        BodyBox(NonNull::from(Box::leak(body)))
+    }
+
+    /// The body's address, for [`resume_task`].
+    pub(crate) fn as_ptr(&self) -> NonNull<Body> {
+        self.0
+    }
+}
+
+impl Drop for BodyBox {
+    fn drop(&mut self) {
+        let p = self.0.as_ptr();
+        // SAFETY: `p` came from `Box::leak` in `new` and this is its only
+        // owner, dropped once. The coroutine is dropped in place through the
+        // raw pointer first, because unwinding it runs task code that reads
+        // `cx` through the thread-local's pointer; then the block is freed
+        // without running `Body`'s drop again (`ManuallyDrop` has the same
+        // layout, and `cx` holds nothing that needs dropping).
+        unsafe {
+            ptr::drop_in_place(ptr::addr_of_mut!((*p).co));
+            drop(Box::from_raw(p.cast::<std::mem::ManuallyDrop<Body>>()));
+        }
+    }
+}
+
+impl std::fmt::Debug for BodyBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BodyBox")
+    }
+}
+
+/// The running task's context, if a task runs and is not being torn down.
+fn running_cx() -> Option<&'static TaskCx> {
+    let cx = CURRENT.with(Cell::get);
+    // SAFETY: a non-null CURRENT points at the context of the task whose
+    // coroutine is running (or being torn down) on this thread: set by
+    // `resume_task`/`drop_task` from a live body and cleared (restored)
+    // before that call returns, so the body outlives every use made of it
+    // from the task's own stack. The `'static` never escapes this module's
+    // callers, which use it within the task's run.
+    unsafe { cx.as_ref() }
+}
+
 /// The running task's earliest timeout scope.
 pub(crate) fn scope() -> Option<Scope> {
-    SCOPE.with(Cell::get)
+    running_cx().and_then(|cx| cx.scope.get())
 }
 
 /// Replaces the running task's timeout scope, returning the old one.
 pub(crate) fn set_scope(scope: Option<Scope>) -> Option<Scope> {
-    SCOPE.with(|s| s.replace(scope))
+    running_cx().and_then(|cx| cx.scope.replace(scope))
 }
 
 /// Pauses the running task, hands `op` to the scheduler, and returns what the
@@ -95,119 +174,108 @@ pub fn suspend(op: Op) -> Resume {
         // captured values are dropped on the scheduler's stack: no pause.
         return Resume::Cancelled;
     }
-    let yielder = YIELDER.with(Cell::get);
-    assert!(
-        !yielder.is_null(),
-        "yieldloop: a task-only operation ({op:?}) was called outside a task; \
-         call it from inside yieldloop::run(..) or a task it spawned"
-    );
+    let Some(cx) = running_cx() else {
+        panic!(
+            "yieldloop: a task-only operation ({op:?}) was called outside a task; \
+             call it from inside yieldloop::run(..) or a task it spawned"
+        )
+    };
     if std::thread::panicking() {
         return Resume::Cancelled;
     }
-    match scope() {
-        None => raw_suspend(op),
-        Some(scope) => crate::timeout::scoped(op, scope, raw_suspend),
+    match cx.scope.get() {
+        None => raw_suspend(cx, op),
+        Some(scope) => crate::timeout::scoped(op, scope, |op| raw_suspend(cx, op)),
     }
 }
 
 /// Switches to the scheduler with `op`; see [`suspend`], which checked that
-/// a task is running.
-fn raw_suspend(op: Op) -> Resume {
-    let yielder = YIELDER.with(Cell::get);
-    assert!(!yielder.is_null(), "yieldloop: suspend outside a task");
-    /// Puts the task's yielder and timeout scope back once the task runs
-    /// again, whether `suspend` returns or the forced unwind of a
-    /// cancellation passes through it: other tasks ran in between and
-    /// changed the thread-locals.
-    struct Restore(*const Yielder<Resume, Op>, Option<Scope>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            YIELDER.with(|y| y.set(self.0));
-            SCOPE.with(|s| s.set(self.1));
-        }
-    }
-
-    YIELDER.with(|y| y.set(ptr::null()));
-    let _restore = Restore(yielder, SCOPE.with(|s| s.replace(None)));
-    // SAFETY: the pointer was stored by `enter_task` from the `&Yielder` the
-    // running coroutine was started with. That yielder lives on this
-    // coroutine's stack, which is the stack we are running on now, so it is
-    // alive; the scheduler nulls the pointer whenever it regains control, so a
-    // non-null value always belongs to the running coroutine.
+/// `cx` is the running task's.
+fn raw_suspend(cx: &TaskCx, op: Op) -> Resume {
+    let yielder = cx.yielder.get();
+    assert!(
+        !yielder.is_null(),
+        "yieldloop: suspend before the task started"
+    );
+    // SAFETY: the pointer was stored by `enter_task` from the `&Yielder` this
+    // task's coroutine was started with. That yielder lives on the
+    // coroutine's stack, which is the stack we are running on now (`cx` is
+    // the running task's, and `suspend` runs on the task's stack), so it is
+    // alive for the whole call.
     unsafe { (*yielder).suspend(op) }
 }
 
 /// Records the running task's yielder; called first thing in a task's body.
 pub(crate) fn enter_task(yielder: &Yielder<Resume, Op>) {
-    YIELDER.with(|y| y.set(yielder));
+    if let Some(cx) = running_cx() {
+        cx.yielder.set(yielder);
+    }
 }
 
-/// Resumes a task's coroutine with `value`, with `id` as the current task,
-/// and clears the task context again once control comes back.
+/// Resumes a task's coroutine in place with `value`, with the task's
+/// context as the thread's current one until control comes back.
 ///
-/// Only the scheduler calls this, from its own stack, where the yielder and
-/// timeout scope are always clear; a task that pauses clears them itself
-/// (in `raw_suspend`), so after a pause only the task id and guard info need
-/// resetting, and after a task's end its yielder too. This is the hot path
-/// of every hand-over, hence no save-and-restore here.
-pub(crate) fn resume_task(
-    co: &mut TaskCoroutine,
-    id: TaskId,
-    value: Resume,
-    guard: *const crate::overflow::GuardInfo,
-) -> CoroutineResult<Op, ()> {
+/// This is the hot path of every hand-over: one thread-local write before
+/// and one after.
+///
+/// # Safety
+///
+/// `body` must come from a live [`BodyBox`] that is not dropped, and whose
+/// coroutine is not otherwise borrowed, until this call returns.
+pub(crate) unsafe fn resume_task(body: NonNull<Body>, value: Resume) -> CoroutineResult<Op, ()> {
     /// Clears the task context however the resume ends.
     struct Clear;
     impl Drop for Clear {
         fn drop(&mut self) {
-            YIELDER.with(|y| y.set(ptr::null()));
-            SCOPE.with(|s| s.set(None));
-            CURRENT_TASK.with(|c| c.set(None));
-            crate::overflow::set_running(ptr::null());
+            CURRENT.with(|c| c.set(ptr::null()));
         }
     }
-    CURRENT_TASK.with(|c| c.set(Some(id)));
-    crate::overflow::set_running(guard);
-    let _clear = Clear;
-    co.resume(value)
+    let p = body.as_ptr();
+    // SAFETY: by this function's contract the body is alive and its
+    // coroutine is ours to resume for the duration; `cx` and `co` are
+    // reached as separate fields, so the shared reads of `cx` made by the
+    // task while it runs never overlap the `&mut` of the coroutine.
+    unsafe {
+        CURRENT.with(|c| c.set(ptr::addr_of!((*p).cx)));
+        let _clear = Clear;
+        (*ptr::addr_of_mut!((*p).co)).resume(value)
+    }
 }
 
-/// Drops a task's coroutine. A suspended coroutine is unwound first, so the
+/// Drops a task's body. A suspended coroutine is unwound first, so the
 /// destructors of everything on its stack run; the task's body sees the
-/// unwind as forced and lets it pass.
-pub(crate) fn drop_task(co: TaskCoroutine, id: TaskId) {
-    let _scope = TaskScope::enter(id, true);
-    drop(co);
-}
-
-/// Saves the task context on entry and restores it on exit, so a task torn
-/// down from inside another task (a cancellation) leaves the outer task's
-/// context as it was.
-struct TaskScope {
-    yielder: *const Yielder<Resume, Op>,
-    task: Option<TaskId>,
-    forced: bool,
-    scope: Option<Scope>,
-}
-
-impl TaskScope {
-    fn enter(id: TaskId, forced: bool) -> TaskScope {
-        TaskScope {
-            yielder: YIELDER.with(|y| y.replace(ptr::null())),
-            task: CURRENT_TASK.with(|c| c.replace(Some(id))),
-            forced: FORCED_UNWIND.with(|f| f.replace(forced)),
-            scope: SCOPE.with(|s| s.replace(None)),
+/// unwind as forced and lets it pass. The caller's task context is restored
+/// afterwards, so a task torn down from inside another task (a
+/// cancellation) leaves the outer task's context as it was.
+pub(crate) fn drop_task(body: BodyBox) {
+    /// Puts back the context that was current before the teardown.
+    struct Restore(*const TaskCx, bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(self.0));
+            FORCED_UNWIND.with(|f| f.set(self.1));
         }
     }
+    // SAFETY: the body is alive until `body` drops at the end of this call.
+    let cx = unsafe { ptr::addr_of!((*body.as_ptr().as_ptr()).cx) };
+    let _restore = Restore(
+        CURRENT.with(|c| c.replace(cx)),
+        FORCED_UNWIND.with(|f| f.replace(true)),
+    );
+    drop(body);
 }
 
-impl Drop for TaskScope {
-    fn drop(&mut self) {
-        YIELDER.with(|y| y.set(self.yielder));
-        CURRENT_TASK.with(|c| c.set(self.task));
-        FORCED_UNWIND.with(|f| f.set(self.forced));
-        SCOPE.with(|s| s.set(self.scope));
+/// The guard info of the task running on this thread, or null; read by the
+/// stack-overflow signal handler (a plain thread-local read, which is
+/// async-signal-safe).
+pub(crate) fn running_guard() -> *const GuardInfo {
+    let cx = CURRENT.try_with(Cell::get).unwrap_or(ptr::null());
+    if cx.is_null() {
+        return ptr::null();
     }
+    // SAFETY: a non-null CURRENT points at a live context (see
+    // `running_cx`); this only computes a field address.
+    unsafe { ptr::addr_of!((*cx).guard) }
 }
 
 /// True while the scheduler is unwinding a task it tears down.
@@ -215,14 +283,14 @@ pub(crate) fn forced_unwind() -> bool {
     FORCED_UNWIND.with(Cell::get)
 }
 
-/// The id of the task running on this thread, if any.
+/// The id of the task running (or being torn down) on this thread, if any.
 pub(crate) fn current_task() -> Option<TaskId> {
-    CURRENT_TASK.with(Cell::get)
+    running_cx().map(|cx| cx.id)
 }
 
-/// True when called from a task's stack.
+/// True when called from a running task's stack (not during a teardown).
 pub(crate) fn in_task() -> bool {
-    !YIELDER.with(Cell::get).is_null()
+    !FORCED_UNWIND.with(Cell::get) && running_cx().is_some()
 }
 
 /// Runs `f` with this thread's scheduler, or returns `None` when there is

@@ -11,12 +11,11 @@
 //! installed before ours (Rust's own, which reports main-thread overflows),
 //! or to the default action.
 //!
-//! The handler only reads a thread-local of plain words that the scheduler
+//! The handler only reads a thread-local pointer to plain words that the scheduler
 //! updates before each resume, and calls `write(2)` and `sigaction(2)`,
 //! which are async-signal-safe.
 
 use std::cell::Cell;
-
 use std::ptr;
 use std::sync::OnceLock;
 
@@ -34,18 +33,6 @@ pub(crate) struct GuardInfo {
     /// The task's name (borrowed from the task record, alive while it runs).
     pub(crate) name_ptr: usize,
     pub(crate) name_len: usize,
-}
-
-thread_local! {
-    /// The guard info of the task running on this thread, or null. It
-    /// points into the task's record, which outlives the resume.
-    static RUNNING: Cell<*const GuardInfo> = const { Cell::new(std::ptr::null()) };
-}
-
-/// Records the task about to run on this thread (null: none); returns the
-/// previous one.
-pub(crate) fn set_running(info: *const GuardInfo) -> *const GuardInfo {
-    RUNNING.with(|r| r.replace(info))
 }
 
 /// The handlers that were installed before ours, for faults that are not
@@ -139,9 +126,9 @@ fn ensure_alt_stack() {
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
-    let running = RUNNING.try_with(Cell::get).unwrap_or(std::ptr::null());
+    let running = crate::context::running_guard();
     // SAFETY: a non-null pointer names the running task's guard info, kept
-    // alive by its task record for the whole resume (see `set_running`).
+    // alive by its task body for the whole resume (see `context`).
     let running = unsafe { running.as_ref() };
     if let Some(t) = running.filter(|t| addr >= t.guard_lo && addr < t.guard_hi) {
         report(t, addr);

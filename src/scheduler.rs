@@ -17,23 +17,22 @@
 //! so a task can spawn, wake and cancel other tasks freely.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 use std::panic;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use corosensei::CoroutineResult;
 use slab::Slab;
 
-use crate::context;
+use crate::context::{self, BodyBox};
 use crate::op::{IoId, Op, Resume};
 use crate::park::RemoteQueue;
 use crate::reactor::{Dir, Reactor, Readiness, WAKER_KEY};
 use crate::stack::PooledStack;
-use crate::task::{self, JoinHandle, Task, TaskCoroutine, TaskId, Waiter};
+use crate::task::{self, JoinHandle, Task, TaskId, Waiter};
 use crate::timer::{Fire, Timers};
 use crate::trace;
 
@@ -51,10 +50,6 @@ const POLL_EVERY_TURNS: u32 = 32;
 struct Turn {
     /// Is the trace on?
     traced: bool,
-    /// The slow-task threshold in ns, `None` when the watch is off.
-    slow_limit_ns: Option<u64>,
-    /// The coarse clock at the start of the next resume.
-    clock_ns: u64,
 }
 
 /// One thread's scheduler.
@@ -65,6 +60,10 @@ pub(crate) struct Scheduler {
     core: RefCell<Core>,
     /// Readiness collected by the last poll; kept to reuse its allocation.
     ready_buf: RefCell<Vec<Readiness>>,
+    /// The turn being run; kept to reuse its allocation.
+    batch_buf: RefCell<Vec<(usize, u64)>>,
+    /// What this scheduler shows the slow-task monitor.
+    watch: std::sync::Arc<crate::slow::Watch>,
 }
 
 /// The scheduler's mutable state.
@@ -80,11 +79,13 @@ struct Core {
 struct TaskTable {
     slab: Slab<Task>,
     /// Tasks ready to run, by slot and serial (a slot may be reused while an
-    /// entry for its old task is still queued; the serial tells).
+    /// entry for its old task is still queued; the serial tells), in the
+    /// order they became ready. The loop takes the whole queue at the start
+    /// of a turn and runs it, so a plain `Vec` is all the FIFO needs.
     /// # Invariant
     /// A live task is queued at most once: it is queued only on the move
     /// from `wait != 0` to `wait == 0`, or right after it yields `Op::Yield`.
-    run_queue: VecDeque<(usize, u64)>,
+    run_queue: Vec<(usize, u64)>,
     next_serial: u64,
     next_token: u64,
 }
@@ -107,7 +108,7 @@ impl TaskTable {
                 }
                 t.wait = 0;
                 t.resume = Some(value);
-                self.run_queue.push_back((w.key, t.id.serial));
+                self.run_queue.push((w.key, t.id.serial));
                 (true, std::mem::take(&mut t.timer_armed))
             }
             _ => (false, false),
@@ -126,12 +127,12 @@ impl Core {
     }
 
     /// Files a task that just yielded `op`.
-    fn file(&mut self, key: usize, op: Op, self_id: u64) {
+    fn file(&mut self, id: TaskId, op: Op, self_id: u64) {
+        let key = id.key;
         if let Op::Yield = op {
             // The hottest op: straight back to the queue, no wait token.
             // (`resume` is `None`, which a resume reads as `Ready`.)
-            let serial = self.tasks.slab[key].id.serial;
-            self.tasks.run_queue.push_back((key, serial));
+            self.tasks.run_queue.push((key, id.serial));
             return;
         }
         self.tasks.next_token += 1;
@@ -276,10 +277,10 @@ impl Core {
     }
 
     /// Removes a task from the table, wakes its joiners and hands back its
-    /// coroutine (if it is not the running one) to be dropped by the caller
-    /// *after* the borrow of the core ends: dropping a suspended coroutine
-    /// unwinds it, and its destructors may reach the scheduler.
-    fn remove(&mut self, key: usize) -> Option<TaskCoroutine> {
+    /// body, to be dropped by the caller *after* the borrow of the core
+    /// ends: dropping a suspended coroutine unwinds it, and its destructors
+    /// may reach the scheduler.
+    fn remove(&mut self, key: usize) -> Option<BodyBox> {
         let task = self.tasks.slab.try_remove(key)?;
         if task.timer_armed && task.wait != 0 {
             let tasks = &self.tasks;
@@ -289,7 +290,7 @@ impl Core {
         for w in task.joiners.take() {
             self.wake(w, Resume::Ready, "task-end");
         }
-        task.co.take()
+        task.body.take()
     }
 }
 
@@ -308,6 +309,8 @@ impl Scheduler {
                 reactor: Reactor::new()?,
             }),
             ready_buf: RefCell::new(Vec::new()),
+            batch_buf: RefCell::new(Vec::new()),
+            watch: crate::slow::Watch::register(),
         })
     }
 
@@ -323,7 +326,7 @@ impl Scheduler {
         T: 'static,
     {
         let stack = PooledStack::take(stack_size)?;
-        let mut guard = Box::new(stack.guard_info());
+        let mut guard = stack.guard_info();
         let mut core = self.core.borrow_mut();
         let tasks = &mut core.tasks;
         tasks.next_serial += 1;
@@ -342,15 +345,15 @@ impl Scheduler {
         entry.insert(Task {
             id,
             name,
-            co: Some(co),
+            body: Some(BodyBox::new(co, id, guard)),
+            running: false,
             wait: 0,
             timer_armed: false,
             resume: None,
             joiners: Default::default(),
             cancel_requested: false,
-            guard,
         });
-        tasks.run_queue.push_back((id.key, id.serial));
+        tasks.run_queue.push((id.key, id.serial));
         if trace::on() {
             let name = tasks.slab[id.key].name.clone();
             let by = crate::task::current_id().map_or("run".to_string(), |p| format!("task {p}"));
@@ -422,7 +425,7 @@ impl Scheduler {
             let mut core = self.core.borrow_mut();
             match core.tasks.slab.get_mut(id.key) {
                 Some(t) if t.id == id => {
-                    if t.co.is_none() {
+                    if t.running {
                         // It is the running task: tear it down at its next pause.
                         t.cancel_requested = true;
                         return;
@@ -432,11 +435,11 @@ impl Scheduler {
             }
             core.remove(id.key)
         };
-        if let Some(co) = co {
+        if let Some(body) = co {
             if trace::on() {
                 trace::emit(format_args!("cancel task {}", id.serial));
             }
-            context::drop_task(co, id);
+            context::drop_task(body);
         }
     }
 
@@ -464,27 +467,22 @@ impl Scheduler {
         }
     }
 
-    /// Runs one queued task until it pauses or ends. `started` is when this
-    /// resume began, when the slow-task watch is on; returns the clock
-    /// reading taken after it, which starts the next resume.
+    /// Runs one queued task until it pauses or ends, and files it.
     fn run_one(&self, key: usize, serial: u64, turn: &mut Turn) {
-        let (mut co, value, id, guard) = {
+        let (body, value, id) = {
             let mut core = self.core.borrow_mut();
             let Some(t) = core.tasks.slab.get_mut(key) else {
                 return;
             };
-            if t.id.serial != serial || t.wait != 0 {
+            if t.id.serial != serial || t.wait != 0 || t.running {
                 return;
             }
-            let Some(co) = t.co.take() else {
+            let Some(body) = &t.body else {
                 return;
             };
-            (
-                co,
-                t.resume.take().unwrap_or(Resume::Ready),
-                t.id,
-                &*t.guard as *const _,
-            )
+            let body = body.as_ptr();
+            t.running = true;
+            (body, t.resume.take().unwrap_or(Resume::Ready), t.id)
         };
         let traced = turn.traced;
         if traced {
@@ -495,8 +493,13 @@ impl Scheduler {
                 trace::ShowResume(&value)
             ));
         }
+        let resume_no = self.watch.begin(id.serial);
         let result = panic::catch_unwind(panic::AssertUnwindSafe(|| {
-            context::resume_task(&mut co, id, value, guard)
+            // SAFETY: the body belongs to the task record, which stays in
+            // the table while `running` is set: a cancellation only marks a
+            // running task, and nothing else removes one before this
+            // function does, below.
+            unsafe { context::resume_task(body, value) }
         }));
         if traced {
             let name = self.task_name(id);
@@ -509,41 +512,43 @@ impl Scheduler {
                 _ => trace::emit(format_args!("end    {who}")),
             }
         }
-        // One clock read per resume, and only while the watch is on.
-        if let Some(limit) = turn.slow_limit_ns {
-            let end = crate::slow::coarse_now_ns();
-            let held = end.saturating_sub(turn.clock_ns);
-            if held > limit {
-                self.warn_slow(id, held, limit);
-            }
-            turn.clock_ns = end;
+        if self.watch.end() {
+            self.warn_slow(resume_no, id);
         }
         let mut core = self.core.borrow_mut();
         match result {
             Ok(CoroutineResult::Yield(op)) => {
                 let task = &mut core.tasks.slab[key];
-                if task.cancel_requested {
-                    core.remove(key);
+                task.running = false;
+                if let (Op::Yield, false) = (&op, task.cancel_requested) {
+                    // The hottest op: straight back to the queue, no wait
+                    // token. (`resume` is `None`, which reads as `Ready`.)
+                    core.tasks.run_queue.push((key, id.serial));
+                } else if task.cancel_requested {
+                    let body = core.remove(key);
                     drop(core);
-                    context::drop_task(co, id);
+                    if let Some(body) = body {
+                        context::drop_task(body);
+                    }
                 } else {
-                    task.co = Some(co);
-                    core.file(key, op, self.id);
+                    core.file(id, op, self.id);
                 }
             }
             Ok(CoroutineResult::Return(())) => {
-                core.remove(key);
+                let body = core.remove(key);
                 drop(core);
                 // The coroutine is done: dropping it only returns its stack.
-                drop(co);
+                drop(body);
             }
             Err(payload) => {
                 // The task's body catches its panics, so this is a panic in
                 // the runtime itself while it ran the task: the task is gone,
                 // the others go on.
-                core.remove(key);
+                let body = core.remove(key);
                 drop(core);
-                drop(co);
+                if let Some(body) = body {
+                    context::drop_task(body);
+                }
                 eprintln!(
                     "yieldloop: internal error while running task {id}: {}",
                     payload
@@ -556,16 +561,28 @@ impl Scheduler {
         }
     }
 
-    /// Warns that one resume held the thread `held` ns, over `limit`.
+    /// Warns about the resume the slow-task monitor flagged: normally the
+    /// one that just ended (`resume_no`, of task `id`), or, when the flag
+    /// came a moment too late for that resume's check, an earlier one.
     #[cold]
-    fn warn_slow(&self, id: TaskId, held: u64, limit: u64) {
-        let name = self.task_name(id);
-        crate::slow::warn(
-            id,
-            name.as_deref(),
-            Duration::from_nanos(held),
-            Duration::from_nanos(limit),
-        );
+    fn warn_slow(&self, resume_no: u64, id: TaskId) {
+        let Some(flag) = self.watch.take_flag() else {
+            return;
+        };
+        let Some(limit) = crate::slow::threshold() else {
+            return;
+        };
+        let name = if flag.resume == resume_no {
+            self.task_name(id)
+        } else {
+            let core = self.core.borrow();
+            core.tasks
+                .slab
+                .iter()
+                .find(|(_, t)| t.id.serial == flag.task)
+                .and_then(|(_, t)| t.name.clone())
+        };
+        crate::slow::warn(flag.task, name.as_deref(), flag.held.max(limit), limit);
     }
 
     /// The name of a live task.
@@ -581,29 +598,34 @@ impl Scheduler {
     /// Runs the loop until `done()` says so.
     pub(crate) fn run_until(&self, done: impl Fn() -> bool) {
         let mut ready = std::mem::take(&mut *self.ready_buf.borrow_mut());
+        let mut batch = std::mem::take(&mut *self.batch_buf.borrow_mut());
         let mut remote_scratch = Vec::new();
         let mut turns_without_poll = 0u32;
         loop {
             // 1. Run every task that is ready now, once. Tasks they wake or
             //    spawn wait for the next turn, so the poll below is never
             //    starved by tasks that keep yielding.
-            let batch = self.core.borrow().tasks.run_queue.len();
-            let slow_limit_ns =
-                crate::slow::threshold().map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+            std::mem::swap(&mut batch, &mut self.core.borrow_mut().tasks.run_queue);
             let mut turn = Turn {
                 traced: trace::on(),
-                clock_ns: slow_limit_ns.map_or(0, |_| crate::slow::coarse_now_ns()),
-                slow_limit_ns,
             };
-            for _ in 0..batch {
-                let next = self.core.borrow_mut().tasks.run_queue.pop_front();
-                let Some((key, serial)) = next else { break };
+            for i in 0..batch.len() {
+                let (key, serial) = batch[i];
                 self.run_one(key, serial, &mut turn);
                 if done() {
+                    // Leave the rest of the turn at the head of the queue
+                    // for a later run of the loop.
+                    let mut core = self.core.borrow_mut();
+                    let queue = &mut core.tasks.run_queue;
+                    queue.splice(0..0, batch.drain(i + 1..));
+                    batch.clear();
+                    drop(core);
                     *self.ready_buf.borrow_mut() = ready;
+                    *self.batch_buf.borrow_mut() = batch;
                     return;
                 }
             }
+            batch.clear();
             // 2. Sleep in the kernel until an event or the next deadline.
             let mut core = self.core.borrow_mut();
             if !core.tasks.run_queue.is_empty() {
@@ -634,6 +656,7 @@ impl Scheduler {
                 // No timer, no socket, no ready task: nothing can ever wake
                 // the tasks that are left. Return; the caller reports it.
                 *self.ready_buf.borrow_mut() = ready;
+                *self.batch_buf.borrow_mut() = batch;
                 return;
             }
             ready.clear();
@@ -675,7 +698,7 @@ impl Scheduler {
     /// is left (destructors may spawn more).
     pub(crate) fn shutdown(&self) {
         loop {
-            let doomed: Vec<(TaskId, TaskCoroutine)> = {
+            let doomed: Vec<(TaskId, BodyBox)> = {
                 let mut core = self.core.borrow_mut();
                 let keys: Vec<usize> = core.tasks.slab.iter().map(|(k, _)| k).collect();
                 keys.into_iter()
@@ -688,11 +711,11 @@ impl Scheduler {
             if doomed.is_empty() && self.core.borrow().tasks.slab.is_empty() {
                 break;
             }
-            for (id, co) in doomed {
+            for (id, body) in doomed {
                 if trace::on() {
                     trace::emit(format_args!("cancel task {} (run is ending)", id.serial));
                 }
-                context::drop_task(co, id);
+                context::drop_task(body);
             }
         }
         self.core.borrow_mut().tasks.run_queue.clear();

@@ -2,21 +2,33 @@
 //! without pausing, like asyncio's debug mode or gevent's monitor.
 //!
 //! A task that computes for 300 ms without a pause stops every other task on
-//! its thread for 300 ms. The scheduler reads a coarse clock once per resume
-//! (the reading that ends one resume starts the next) and warns on stderr,
-//! naming the task, when a resume took longer than the threshold.
+//! its thread for 300 ms. Timing every resume would put a clock read on the
+//! hot path of every hand-over, so the work is split, as Go's `sysmon` does:
 //!
-//! The clock is wall time, not CPU time: reading a thread's CPU clock is a
-//! system call, too dear for every resume. So on a machine short of cores,
-//! a thread the kernel switched out in the middle of a resume can trip the
+//! * each scheduler publishes, in a [`Watch`] it shares with a monitor
+//!   thread, the number of the resume it is running (two plain stores per
+//!   resume: the number before, zero after);
+//! * one process-wide monitor thread looks at every watch a few times per
+//!   threshold; a resume it sees running for longer than the threshold is
+//!   flagged;
+//! * the scheduler checks for a flag after each resume (one load) and, when
+//!   there is one, prints the warning naming the task.
+//!
+//! The monitor samples every quarter of the threshold, so any resume longer
+//! than 1.25 times the threshold is reported, and none shorter than the
+//! threshold. When no task has been running at its last few looks it parks
+//! until a scheduler resumes a task again, so an idle process has no
+//! periodic wake-ups.
+//!
+//! The clock is wall time, not CPU time: on a machine short of cores, a
+//! thread the kernel switched out in the middle of a resume can trip the
 //! warning though the task itself did little; the message then says the
 //! thread was held, which is still true for the other tasks.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Once;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Once, OnceLock, Weak};
+use std::thread::Thread;
 use std::time::Duration;
-
-use crate::task::TaskId;
 
 /// The threshold in nanoseconds; `OFF` disables the watch.
 static THRESHOLD_NS: AtomicU64 = AtomicU64::new(DEFAULT_NS);
@@ -31,6 +43,11 @@ static FROM_ENV: Once = Once::new();
 /// The environment variable `YIELDLOOP_SLOW_TASK_MS` sets the starting value
 /// (`0` turns it off).
 ///
+/// A monitor thread looks at the schedulers every quarter of the threshold,
+/// so a resume is certainly reported once it runs past 1.25 times the
+/// threshold, and never when it is shorter than the threshold; the time in
+/// the message is a lower bound.
+///
 /// # Examples
 ///
 /// ```
@@ -43,6 +60,10 @@ pub fn set_slow_task_threshold(threshold: Option<Duration>) {
     FROM_ENV.call_once(|| {});
     let ns = threshold.map_or(OFF, |d| u64::try_from(d.as_nanos()).unwrap_or(OFF - 1));
     THRESHOLD_NS.store(ns, Ordering::Relaxed);
+    // Let a parked monitor pick up the new setting.
+    if let Some(m) = MONITOR.get() {
+        m.unpark();
+    }
 }
 
 /// The current threshold, `None` when the watch is off.
@@ -86,16 +107,182 @@ pub(crate) fn coarse_now_ns() -> u64 {
         .saturating_add(ts.tv_nsec as u64)
 }
 
-pub(crate) fn warn(id: TaskId, name: Option<&str>, held: Duration, limit: Duration) {
+/// Prints the warning for a resume of task `serial` that held the thread
+/// for at least `held`.
+pub(crate) fn warn(serial: u64, name: Option<&str>, held: Duration, limit: Duration) {
     let who = match name {
-        Some(n) => format!("task {id} ({n})"),
-        None => format!("task {id}"),
+        Some(n) => format!("task {serial} ({n})"),
+        None => format!("task {serial}"),
     };
     eprintln!(
-        "yieldloop: {who} ran for {:.1} ms without pausing (threshold {} ms); \
+        "yieldloop: {who} ran for at least {:.1} ms without pausing (threshold {} ms); \
          every other task on this thread waited. Call yieldloop::yield_now() in \
          long loops, or move blocking work off the thread.",
         held.as_secs_f64() * 1e3,
         limit.as_millis()
     );
+}
+
+/// One scheduler's side of the watch, shared with the monitor thread.
+#[derive(Debug, Default)]
+pub(crate) struct Watch {
+    /// The number of the resume in progress; 0 between resumes.
+    running: AtomicU64,
+    /// The serial of the task that resume runs.
+    task: AtomicU64,
+    /// A resume the monitor found over the threshold (its number), or 0.
+    flagged: AtomicU64,
+    /// The serial of the flagged resume's task.
+    flagged_task: AtomicU64,
+    /// When the monitor first saw the flagged resume (coarse ns).
+    flagged_since: AtomicU64,
+    /// The monitor's own notes: the resume it saw last, and since when.
+    last_seen: AtomicU64,
+    first_seen_ns: AtomicU64,
+    /// The number of the last resume begun.
+    seq: AtomicU64,
+}
+
+/// What the monitor flagged: which task, since when it was seen running.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Flag {
+    /// The flagged resume's number.
+    pub(crate) resume: u64,
+    /// Its task's serial.
+    pub(crate) task: u64,
+    /// How long it had run at least, measured now.
+    pub(crate) held: Duration,
+}
+
+/// The monitor parks when this is set; a resume wakes it.
+static PARKED: AtomicBool = AtomicBool::new(false);
+/// The monitor thread, once started.
+static MONITOR: OnceLock<Thread> = OnceLock::new();
+/// Every scheduler's watch.
+static WATCHES: Mutex<Vec<Weak<Watch>>> = Mutex::new(Vec::new());
+
+impl Watch {
+    /// A watch for a new scheduler, looked at by the monitor (started now
+    /// if this is the first). If the thread cannot be started the watch
+    /// stays silent: it is a diagnostic, not worth failing a run for.
+    pub(crate) fn register() -> Arc<Watch> {
+        let watch = Arc::new(Watch::default());
+        let mut all = WATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(&watch));
+        drop(all);
+        if MONITOR.get().is_none() {
+            let _ = std::thread::Builder::new()
+                .name("yieldloop-watch".into())
+                .spawn(monitor)
+                .map(|h| MONITOR.set(h.thread().clone()));
+        }
+        watch
+    }
+
+    /// Marks the start of a resume of task `serial`; returns its number.
+    #[inline]
+    pub(crate) fn begin(&self, serial: u64) -> u64 {
+        let seq = self.seq.load(Ordering::Relaxed) + 1;
+        self.seq.store(seq, Ordering::Relaxed);
+        self.task.store(serial, Ordering::Relaxed);
+        self.running.store(seq, Ordering::Relaxed);
+        if PARKED.load(Ordering::Relaxed) {
+            wake_monitor();
+        }
+        seq
+    }
+
+    /// Marks the end of a resume; true when the monitor has flagged one.
+    #[inline]
+    pub(crate) fn end(&self) -> bool {
+        self.running.store(0, Ordering::Relaxed);
+        self.flagged.load(Ordering::Relaxed) != 0
+    }
+
+    /// Takes the flag the monitor left.
+    pub(crate) fn take_flag(&self) -> Option<Flag> {
+        let resume = self.flagged.swap(0, Ordering::Acquire);
+        if resume == 0 {
+            return None;
+        }
+        let since = self.flagged_since.load(Ordering::Relaxed);
+        Some(Flag {
+            resume,
+            task: self.flagged_task.load(Ordering::Relaxed),
+            held: Duration::from_nanos(coarse_now_ns().saturating_sub(since)),
+        })
+    }
+
+    /// The monitor's look at this watch at `now`; true if a resume runs.
+    fn look(&self, now: u64, limit: u64) -> bool {
+        let running = self.running.load(Ordering::Relaxed);
+        if running == 0 {
+            self.last_seen.store(0, Ordering::Relaxed);
+            return false;
+        }
+        if running != self.last_seen.swap(running, Ordering::Relaxed) {
+            self.first_seen_ns.store(now, Ordering::Relaxed);
+            return true;
+        }
+        let since = self.first_seen_ns.load(Ordering::Relaxed);
+        if now.saturating_sub(since) >= limit && self.flagged.load(Ordering::Relaxed) != running {
+            // The task serial is read after the resume number: check the
+            // resume is still the same one, so the two belong together.
+            let task = self.task.load(Ordering::Relaxed);
+            if self.running.load(Ordering::Relaxed) == running {
+                self.flagged_task.store(task, Ordering::Relaxed);
+                self.flagged_since.store(since, Ordering::Relaxed);
+                self.flagged.store(running, Ordering::Release);
+            }
+        }
+        true
+    }
+}
+
+#[cold]
+fn wake_monitor() {
+    if PARKED.swap(false, Ordering::Relaxed) {
+        if let Some(m) = MONITOR.get() {
+            m.unpark();
+        }
+    }
+}
+
+/// Looks this many times without seeing a task run before parking.
+const IDLE_LOOKS: u32 = 8;
+
+/// The monitor thread's loop.
+fn monitor() {
+    let mut idle_looks = 0;
+    loop {
+        let Some(limit) = threshold() else {
+            std::thread::park();
+            continue;
+        };
+        let limit = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
+        let every = (limit / 4).clamp(1_000_000, 250_000_000);
+        std::thread::sleep(Duration::from_nanos(every));
+        let now = coarse_now_ns();
+        let mut busy = false;
+        let mut all = WATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|w| match w.upgrade() {
+            Some(w) => {
+                busy |= w.look(now, limit);
+                true
+            }
+            None => false,
+        });
+        drop(all);
+        idle_looks = if busy { 0 } else { idle_looks + 1 };
+        if idle_looks >= IDLE_LOOKS {
+            // Nothing has run for a while: sleep until a resume wakes us
+            // (or for a few seconds, covering a resume that began just as
+            // we decided to park).
+            PARKED.store(true, Ordering::Relaxed);
+            std::thread::park_timeout(Duration::from_secs(5));
+            PARKED.store(false, Ordering::Relaxed);
+            idle_looks = 0;
+        }
+    }
 }

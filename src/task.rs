@@ -83,9 +83,12 @@ pub(crate) struct Task {
     pub(crate) id: TaskId,
     /// Name given with [`Builder::name`], for messages.
     pub(crate) name: Option<Rc<str>>,
-    /// The coroutine; `None` while it runs (the scheduler takes it out of the
-    /// table so that the task may spawn and wake others while it runs).
-    pub(crate) co: Option<TaskCoroutine>,
+    /// The coroutine and the context its code reads, at a fixed address:
+    /// the scheduler resumes the coroutine in place. `None` only once the
+    /// task has been taken out of the table.
+    pub(crate) body: Option<context::BodyBox>,
+    /// True while the coroutine runs (a cancellation then only marks it).
+    pub(crate) running: bool,
     /// Token of the wait the task is parked in.
     /// # Invariant
     /// 0 exactly when the task is running or queued to run.
@@ -100,10 +103,6 @@ pub(crate) struct Task {
     /// Set by a cancellation of the running task: it is torn down at its
     /// next pause.
     pub(crate) cancel_requested: bool,
-    /// Where the task's guard page is, for stack-overflow reports. Boxed so
-    /// its address stays put while the task table grows: the signal handler
-    /// reads it through a pointer while the task runs.
-    pub(crate) guard: Box<crate::overflow::GuardInfo>,
 }
 
 impl fmt::Debug for Task {

@@ -11,7 +11,7 @@ use crate::op::IoId;
 
 /// A TCP connection whose reads and writes pause only the calling task.
 ///
-/// It implements [`Read`] and [`Write`], also for `&TcpStream`, so one task
+/// It implements [`Read`](io::Read) and [`Write`](io::Write), also for `&TcpStream`, so one task
 /// can read while another writes through a shared reference, and it works
 /// with `BufReader`, `read_line`, `io::copy` and the rest of `std::io`.
 ///

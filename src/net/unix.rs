@@ -161,8 +161,8 @@ impl Iterator for UnixIncoming<'_> {
 /// A Unix domain stream connection whose reads and writes pause only the
 /// calling task.
 ///
-/// Like [`TcpStream`](super::TcpStream), it implements [`Read`] and
-/// [`Write`] also for `&UnixStream`, so one task can read while another
+/// Like [`TcpStream`](super::TcpStream), it implements [`Read`](io::Read) and
+/// [`Write`](io::Write) also for `&UnixStream`, so one task can read while another
 /// writes.
 ///
 /// # Examples
