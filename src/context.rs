@@ -60,10 +60,12 @@ pub(crate) struct TaskCx {
     scope: Cell<Option<Scope>>,
 }
 
-/// A task's coroutine and context, in one heap block whose address is
-/// fixed for the task's life: the scheduler resumes the coroutine in place
-/// while the task table may grow, and the thread-local points at the
-/// context while the task runs.
+/// A task's coroutine and context, in one block whose address is fixed for
+/// the task's life: the scheduler resumes the coroutine in place while the
+/// task table may grow, and the thread-local points at the context while
+/// the task runs. The block sits at the top of the task's own stack (see
+/// [`PooledStack::reserve_top`](crate::stack::PooledStack::reserve_top)),
+/// so a task costs no allocation of its own.
 pub(crate) struct Body {
     /// Declared first, so it is dropped (and unwound) while `cx` is intact.
     co: TaskCoroutine,
@@ -75,17 +77,38 @@ pub(crate) struct Body {
 pub(crate) struct BodyBox(NonNull<Body>);
 
 impl BodyBox {
-    pub(crate) fn new(co: TaskCoroutine, id: TaskId, guard: GuardInfo) -> BodyBox {
-        let body = Box::new(Body {
-            co,
-            cx: TaskCx {
-                guard,
-                id,
-                yielder: Cell::new(ptr::null()),
-                scope: Cell::new(None),
-            },
-        });
-        BodyBox(NonNull::from(Box::leak(body)))
+    /// Bytes to reserve at the top of a task's stack for its body.
+    pub(crate) const SIZE: usize = std::mem::size_of::<Body>();
+
+    /// Writes a body for `co` at `at`.
+    ///
+    /// # Safety
+    ///
+    /// `at` must come from `reserve_top(BodyBox::SIZE)` on the very stack
+    /// that `co` runs on, so that the area stays valid exactly as long as
+    /// the coroutine holds its stack.
+    pub(crate) unsafe fn new_in(
+        at: NonNull<u8>,
+        co: TaskCoroutine,
+        id: TaskId,
+        guard: GuardInfo,
+    ) -> BodyBox {
+        let at = at.cast::<Body>();
+        const { assert!(std::mem::align_of::<Body>() <= 64) };
+        // SAFETY: by the contract, `at` points at BodyBox::SIZE writable
+        // bytes, 64-aligned (enough for Body), that nothing else uses.
+        unsafe {
+            at.as_ptr().write(Body {
+                co,
+                cx: TaskCx {
+                    guard,
+                    id,
+                    yielder: Cell::new(ptr::null()),
+                    scope: Cell::new(None),
+                },
+            });
+        }
+        BodyBox(at)
     }
 
     /// The body's address, for [`resume_task`].
@@ -97,16 +120,13 @@ impl BodyBox {
 impl Drop for BodyBox {
     fn drop(&mut self) {
         let p = self.0.as_ptr();
-        // SAFETY: `p` came from `Box::leak` in `new` and this is its only
-        // owner, dropped once. The coroutine is dropped in place through the
-        // raw pointer first, because unwinding it runs task code that reads
-        // `cx` through the thread-local's pointer; then the block is freed
-        // without running `Body`'s drop again (`ManuallyDrop` has the same
-        // layout, and `cx` holds nothing that needs dropping).
-        unsafe {
-            ptr::drop_in_place(ptr::addr_of_mut!((*p).co));
-            drop(Box::from_raw(p.cast::<std::mem::ManuallyDrop<Body>>()));
-        }
+        // SAFETY: `p` was written by `new_in` and this is its only owner,
+        // dropped once. The coroutine is dropped in place through the raw
+        // pointer, because unwinding it runs task code that reads `cx`
+        // through the thread-local's pointer. Dropping it returns its
+        // stack, and with it the memory of this body, to the pool: nothing
+        // touches the body after this line (`cx` needs no drop).
+        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*p).co)) };
     }
 }
 

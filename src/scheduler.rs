@@ -325,7 +325,8 @@ impl Scheduler {
         F: FnOnce() -> T + 'static,
         T: 'static,
     {
-        let stack = PooledStack::take(stack_size)?;
+        let mut stack = PooledStack::take(stack_size)?;
+        let body_at = stack.reserve_top(BodyBox::SIZE);
         let mut guard = stack.guard_info();
         let mut core = self.core.borrow_mut();
         let tasks = &mut core.tasks;
@@ -345,7 +346,8 @@ impl Scheduler {
         entry.insert(Task {
             id,
             name,
-            body: Some(BodyBox::new(co, id, guard)),
+            // SAFETY: `body_at` was reserved on the stack `co` runs on.
+            body: Some(unsafe { BodyBox::new_in(body_at, co, id, guard) }),
             running: false,
             wait: 0,
             timer_armed: false,

@@ -84,6 +84,9 @@ pub(crate) struct PooledStack {
     base: usize,
     /// Usable size in bytes, excluding the guard page.
     size: usize,
+    /// Bytes at the top set aside by [`reserve_top`](Self::reserve_top);
+    /// the coroutine's stack starts below them.
+    reserved: usize,
     /// Tells valgrind (when running under it) that this range is a stack,
     /// so it follows the switches onto it; nothing otherwise.
     _valgrind: ValgrindStackRegistration,
@@ -94,6 +97,25 @@ impl PooledStack {
     pub(crate) fn take(bytes: usize) -> io::Result<PooledStack> {
         let size = round_size(bytes);
         POOL.with(|p| p.borrow_mut().take(size))
+    }
+
+    /// Sets aside `bytes` at the top of the stack, aligned to 64, for the
+    /// task's own record: that page is touched by the task's first frame
+    /// anyway, so the record costs neither an allocation nor memory. The
+    /// area stays valid, and untouched by the coroutine, until this stack is
+    /// dropped; the stack the coroutine sees starts below it.
+    ///
+    /// # Panics
+    ///
+    /// If called twice, or for more than a page.
+    pub(crate) fn reserve_top(&mut self, bytes: usize) -> std::ptr::NonNull<u8> {
+        assert!(
+            self.reserved == 0 && bytes <= page_size(),
+            "bad stack reservation"
+        );
+        let start = (self.base - bytes) & !63;
+        self.reserved = self.base - start;
+        std::ptr::NonNull::new(start as *mut u8).expect("stack addresses are never null")
     }
 
     /// Where this stack's guard page is, for overflow reports.
@@ -110,11 +132,14 @@ impl PooledStack {
 
 // SAFETY: `base` and `limit` bound a mapping of `size` readable, writable
 // bytes that this value owns exclusively until it is dropped, with a guard
-// page (MADV_GUARD_INSTALL or PROT_NONE) directly below; both are page
-// aligned, which satisfies STACK_ALIGNMENT, and size >= MIN_STACK_SIZE.
+// page (MADV_GUARD_INSTALL or PROT_NONE) directly below. The base handed
+// to the coroutine is below the reserved top, which is set before any
+// coroutine sees the stack and never changes after; it is a multiple of 64
+// and the limit is page aligned, which satisfies STACK_ALIGNMENT, and the
+// reservation (at most a page) leaves far more than MIN_STACK_SIZE - 4096.
 unsafe impl Stack for PooledStack {
     fn base(&self) -> StackPointer {
-        NonZeroUsize::new(self.base).expect("stack base is never null")
+        NonZeroUsize::new(self.base - self.reserved).expect("stack base is never null")
     }
 
     fn limit(&self) -> StackPointer {
@@ -241,6 +266,7 @@ impl Pool {
         Ok(PooledStack {
             base: s.base,
             size: s.size,
+            reserved: 0,
             _valgrind: ValgrindStackRegistration::new((s.base - s.size) as *mut u8, s.size),
         })
     }
