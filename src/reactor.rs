@@ -8,8 +8,10 @@
 //! returned `WouldBlock`, so no edge is missed: data that arrives after the
 //! failed attempt raises a new event.
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::RawFd;
+use std::rc::Rc;
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
@@ -34,6 +36,10 @@ pub(crate) const TIMER_KEY: usize = usize::MAX - 1;
 /// Token of the cross-thread `mio::Waker`.
 pub(crate) const WAKER_KEY: usize = usize::MAX - 2;
 
+/// The bit of [`Source::read_events`] that says the end of the stream (or
+/// an error) has been reported.
+pub(crate) const READ_CLOSED: u64 = 1 << 63;
+
 /// Which way a task waits on a source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Dir {
@@ -55,6 +61,12 @@ pub(crate) struct Source {
     pub(crate) readers: Vec<(Waiter, Dir)>,
     /// Tasks waiting to write.
     pub(crate) writers: Vec<Waiter>,
+    /// How many read events the source has had, shared with its socket: a
+    /// stream whose last read came back short (so it emptied the socket)
+    /// and that has had no read event since knows the next read would find
+    /// nothing, and waits without trying it. The [`READ_CLOSED`] bit stays
+    /// set once an event reported the end of the stream or an error.
+    pub(crate) read_events: Rc<Cell<u64>>,
 }
 
 /// Readiness of one source, as reported by one event.
@@ -63,6 +75,8 @@ pub(crate) struct Readiness {
     pub(crate) key: usize,
     pub(crate) read: bool,
     pub(crate) write: bool,
+    /// The peer closed its side, or the socket failed.
+    pub(crate) read_closed: bool,
 }
 
 /// The poller and the sources registered with it.
@@ -129,12 +143,12 @@ impl Reactor {
     }
 
     /// Registers `source` (whose descriptor is `fd`) for read and write
-    /// readiness.
+    /// readiness. Returns its id and its count of read events.
     pub(crate) fn register(
         &mut self,
         source: &mut impl mio::event::Source,
         fd: RawFd,
-    ) -> io::Result<IoId> {
+    ) -> io::Result<(IoId, Rc<Cell<u64>>)> {
         let entry = self.sources.vacant_entry();
         let key = entry.key();
         self.poll.registry().register(
@@ -145,13 +159,15 @@ impl Reactor {
         // Serials are unique in the process, not just in this reactor, so a
         // socket kept from an earlier run never matches a live one here.
         let serial = NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let read_events = Rc::new(Cell::new(0));
         entry.insert(Source {
             serial,
             fd,
             readers: Vec::new(),
             writers: Vec::new(),
+            read_events: read_events.clone(),
         });
-        Ok(IoId { key, serial })
+        Ok((IoId { key, serial }, read_events))
     }
 
     /// Deregisters a source and frees its slot. Returns the tasks that were
@@ -252,6 +268,7 @@ impl Reactor {
                 key: ev.token().0,
                 read: ev.is_readable() || ev.is_read_closed() || ev.is_error(),
                 write: ev.is_writable() || ev.is_write_closed() || ev.is_error(),
+                read_closed: ev.is_read_closed() || ev.is_error(),
             });
         }
         Ok(())

@@ -30,7 +30,7 @@ use slab::Slab;
 use crate::context::{self, BodyBox};
 use crate::op::{IoId, Op, Resume};
 use crate::park::RemoteQueue;
-use crate::reactor::{Dir, Reactor, Readiness, WAKER_KEY};
+use crate::reactor::{Dir, Reactor, Readiness, READ_CLOSED, WAKER_KEY};
 use crate::stack::PooledStack;
 use crate::task::{self, JoinHandle, Task, TaskId, Waiter};
 use crate::timer::{Fire, Timers};
@@ -216,18 +216,26 @@ impl Core {
             return;
         };
         let fd = src.fd;
-        let readers = if r.read {
+        if r.read {
+            let closed = if r.read_closed { READ_CLOSED } else { 0 };
+            let n = src.read_events.get();
+            src.read_events
+                .set((n.wrapping_add(1) & !READ_CLOSED) | (n & READ_CLOSED) | closed);
+        }
+        // The lists are taken out while their tasks are woken, then put
+        // back emptied, so their allocations serve the next waits.
+        let mut readers = if r.read {
             std::mem::take(&mut src.readers)
         } else {
             Vec::new()
         };
-        let writers = if r.write {
+        let mut writers = if r.write {
             std::mem::take(&mut src.writers)
         } else {
             Vec::new()
         };
         let mut still_waiting = Vec::new();
-        for (w, dir) in readers {
+        for (w, dir) in readers.drain(..) {
             if dir == Dir::Accept {
                 if !self.tasks.is_waiting(w) {
                     continue;
@@ -242,12 +250,18 @@ impl Core {
                 self.wake(w, Resume::Ready, "socket");
             }
         }
-        for w in writers {
+        for w in writers.drain(..) {
             self.wake(w, Resume::Ready, "socket");
         }
-        if !still_waiting.is_empty() {
-            if let Some(src) = self.reactor.sources.get_mut(r.key) {
-                src.readers.extend(still_waiting);
+        if let Some(src) = self.reactor.sources.get_mut(r.key) {
+            readers.extend(still_waiting);
+            if src.readers.is_empty() {
+                src.readers = readers;
+            } else {
+                src.readers.extend(readers);
+            }
+            if src.writers.is_empty() {
+                src.writers = writers;
             }
         }
     }
@@ -450,7 +464,7 @@ impl Scheduler {
         &self,
         source: &mut impl mio::event::Source,
         fd: RawFd,
-    ) -> io::Result<IoId> {
+    ) -> io::Result<(IoId, Rc<Cell<u64>>)> {
         self.core.borrow_mut().reactor.register(source, fd)
     }
 

@@ -16,15 +16,17 @@ macro_rules! blocking_style_io {
     ($ty:ty) => {
         impl std::io::Read for &$ty {
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-                self.inner.do_read(|mut s| std::io::Read::read(&mut s, buf))
+                self.inner
+                    .do_stream_read(buf.len(), |mut s| std::io::Read::read(&mut s, buf))
             }
 
             fn read_vectored(
                 &mut self,
                 bufs: &mut [std::io::IoSliceMut<'_>],
             ) -> std::io::Result<usize> {
+                let len = bufs.iter().map(|b| b.len()).sum();
                 self.inner
-                    .do_read(|mut s| std::io::Read::read_vectored(&mut s, bufs))
+                    .do_stream_read(len, |mut s| std::io::Read::read_vectored(&mut s, bufs))
             }
         }
 

@@ -5,6 +5,7 @@ use std::cell::Cell;
 use std::io;
 use std::marker::PhantomData;
 use std::os::fd::AsRawFd;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::context;
@@ -23,6 +24,13 @@ pub(crate) struct Registered<S: mio::event::Source + AsRawFd> {
     read_timeout: Cell<Option<Duration>>,
     /// Deadline length for writes and connects.
     write_timeout: Cell<Option<Duration>>,
+    /// The source's count of read events (kept by the scheduler).
+    read_events: Rc<Cell<u64>>,
+    /// The count when a stream read last came back short; see
+    /// [`Self::do_stream_read`].
+    drained_at: Cell<Option<u64>>,
+    /// Whether a short read means an empty socket (TCP streams).
+    short_read_drains: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -34,8 +42,8 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
     /// The registry's error, or `Unsupported` outside a scheduler.
     pub(crate) fn new(mut io: S) -> io::Result<Self> {
         let fd = io.as_raw_fd();
-        let (sched, id) =
-            context::try_with_scheduler(|s| s.register(&mut io, fd).map(|id| (s.id, id)))
+        let (sched, (id, read_events)) =
+            context::try_with_scheduler(|s| s.register(&mut io, fd).map(|r| (s.id, r)))
                 .unwrap_or_else(|| {
                     Err(io::Error::new(
                         io::ErrorKind::Unsupported,
@@ -48,8 +56,22 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
             sched,
             read_timeout: Cell::new(None),
             write_timeout: Cell::new(None),
+            read_events,
+            drained_at: Cell::new(None),
+            short_read_drains: false,
             _not_send: PhantomData,
         })
+    }
+
+    /// Declares that a read returning less than asked for empties the
+    /// socket's receive queue, as on TCP streams, so that
+    /// [`do_stream_read`](Self::do_stream_read) may skip the read after it.
+    /// (Unix streams do not qualify: a read stops early at a change of the
+    /// sender's credentials or at passed descriptors, with data still
+    /// queued.)
+    pub(crate) fn short_read_drains(mut self) -> Self {
+        self.short_read_drains = true;
+        self
     }
 
     /// The id the source is registered under.
@@ -85,6 +107,41 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
         self.do_io(f, self.read_timeout.get(), Op::ReadReady)
     }
 
+    /// A read of up to `len` bytes from a stream socket, like
+    /// [`do_read`](Self::do_read) but without the read that is bound to
+    /// fail.
+    ///
+    /// A TCP read that returns fewer bytes than asked for has emptied the
+    /// socket's receive queue, and with edge-triggered readiness any data
+    /// arriving after it raises a new read event. So when the last read was
+    /// short and no read event has come since, the next read would only say
+    /// `WouldBlock`: the task waits for readiness straight away and saves
+    /// that system call (in a request-response exchange, one per request).
+    /// An end of stream or error the kernel has already reported is not
+    /// consumed by a read that returns data, so once an event has carried
+    /// one, every read is tried.
+    pub(crate) fn do_stream_read(
+        &self,
+        len: usize,
+        mut f: impl FnMut(&S) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        let events = self.read_events.get();
+        let empty = self.short_read_drains
+            && len > 0
+            && events & crate::reactor::READ_CLOSED == 0
+            && self.drained_at.get() == Some(events);
+        let deadline = deadline_in(self.read_timeout.get());
+        if empty {
+            crate::suspend(Op::ReadReady(self.id, deadline)).into_io()?;
+        }
+        let r = self.retry(&mut f, deadline, Op::ReadReady);
+        self.drained_at.set(match r {
+            Ok(n) if n > 0 && n < len => Some(self.read_events.get()),
+            _ => None,
+        });
+        r
+    }
+
     /// Like [`do_read`](Self::do_read), for write readiness.
     pub(crate) fn do_write<R>(&self, f: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
         self.do_io(f, self.write_timeout.get(), Op::WriteReady)
@@ -96,11 +153,17 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
         timeout: Option<Duration>,
         op: impl Fn(IoId, Option<Instant>) -> Op,
     ) -> io::Result<R> {
-        let deadline = timeout.map(|t| {
-            Instant::now()
-                .checked_add(t)
-                .unwrap_or_else(crate::time::far_future)
-        });
+        self.retry(&mut f, deadline_in(timeout), op)
+    }
+
+    /// Runs `f` until it does not report `WouldBlock`, pausing in `op`
+    /// (with `deadline`) in between.
+    fn retry<R>(
+        &self,
+        f: &mut impl FnMut(&S) -> io::Result<R>,
+        deadline: Option<Instant>,
+        op: impl Fn(IoId, Option<Instant>) -> Op,
+    ) -> io::Result<R> {
         loop {
             match f(&self.io) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -111,6 +174,15 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
             }
         }
     }
+}
+
+/// The deadline a timeout of `t` from now gives, `None` for no timeout.
+fn deadline_in(t: Option<Duration>) -> Option<Instant> {
+    t.map(|t| {
+        Instant::now()
+            .checked_add(t)
+            .unwrap_or_else(crate::time::far_future)
+    })
 }
 
 fn check_timeout(t: Option<Duration>) -> io::Result<()> {

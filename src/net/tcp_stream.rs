@@ -98,7 +98,7 @@ impl TcpStream {
             ));
         }
         let stream = TcpStream {
-            inner: Registered::new(mio::net::TcpStream::connect(addr)?)?,
+            inner: Registered::new(mio::net::TcpStream::connect(addr)?)?.short_read_drains(),
         };
         stream.inner.set_write_timeout(timeout)?;
         // A non-blocking connect completes when the socket becomes writable;
@@ -128,7 +128,7 @@ impl TcpStream {
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
         Ok(TcpStream {
-            inner: Registered::new(mio::net::TcpStream::from_std(stream))?,
+            inner: Registered::new(mio::net::TcpStream::from_std(stream))?.short_read_drains(),
         })
     }
 
