@@ -17,7 +17,8 @@
 //!
 //! Guards are installed with `madvise(MADV_GUARD_INSTALL)` (Linux 6.13+),
 //! which marks pages as faulting without splitting the mapping, so a chunk
-//! stays one mapping however many stacks it holds. On older kernels the pool
+//! stays one mapping however many stacks it holds; a chunk's guards go in
+//! with one `process_madvise` call where the kernel accepts it. On older kernels the pool
 //! falls back to `mprotect(PROT_NONE)`, which splits the mapping in two per
 //! stack; running out of mappings is then reported with the sysctl to raise.
 //! The environment variable `YIELDLOOP_STACK_GUARD=mprotect` forces the
@@ -336,13 +337,11 @@ fn map_chunk(size: usize, list: &mut VecDeque<FreeStack>) -> io::Result<usize> {
         ));
     }
     let start = addr as usize;
-    for i in 0..count {
-        if let Err(e) = install_guard(start + i * slot, page) {
-            // SAFETY: the chunk was mapped above and no stack from it has
-            // been handed out yet.
-            unsafe { libc::munmap(addr, len) };
-            return Err(mapping_error("installing a stack guard page", e));
-        }
+    if let Err(e) = install_guards(start, slot, count, page) {
+        // SAFETY: the chunk was mapped above and no stack from it has been
+        // handed out yet.
+        unsafe { libc::munmap(addr, len) };
+        return Err(mapping_error("installing a stack guard page", e));
     }
     // Push in reverse so the lowest stack is handed out first.
     for i in (0..count).rev() {
@@ -352,6 +351,82 @@ fn map_chunk(size: usize, list: &mut VecDeque<FreeStack>) -> io::Result<usize> {
         });
     }
     Ok(count)
+}
+
+/// Installs the guard page at the bottom of each of `count` slots of `slot`
+/// bytes from `start`: in one system call where the kernel allows it (the
+/// call costs about as much as the page-table walk each guard needs), one
+/// call per guard otherwise.
+fn install_guards(start: usize, slot: usize, count: usize, page: usize) -> io::Result<()> {
+    let mut done = 0;
+    if GUARD_MODE.load(Ordering::Relaxed) == GUARD_UNKNOWN {
+        // The first guard of the process finds out which way works.
+        install_guard(start, page)?;
+        done = 1;
+    }
+    if GUARD_MODE.load(Ordering::Relaxed) == GUARD_MADVISE && count - done > 1 {
+        done += guards_in_one_call(start + done * slot, slot, count - done, page);
+    }
+    (done..count).try_for_each(|i| install_guard(start + i * slot, page))
+}
+
+/// `process_madvise(2)` on our own process with one range per guard page;
+/// returns how many of the `count` guards it installed (0 when the kernel
+/// does not offer it, which is then not asked again).
+fn guards_in_one_call(start: usize, slot: usize, count: usize, page: usize) -> usize {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::OnceLock;
+
+    /// A pidfd for this process, and the pid it was opened for: after a
+    /// `fork` it names the parent, so the child must not use it.
+    static SELF_FD: OnceLock<Option<(OwnedFd, libc::pid_t)>> = OnceLock::new();
+    static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+    if UNAVAILABLE.load(Ordering::Relaxed) {
+        return 0;
+    }
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let fd = SELF_FD.get_or_init(|| {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new
+        // descriptor, which we own from here on.
+        let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let fd = libc::c_int::try_from(r).ok().filter(|&fd| fd >= 0)?;
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Some((unsafe { OwnedFd::from_raw_fd(fd) }, pid))
+    });
+    let Some((fd, fd_pid)) = fd else {
+        UNAVAILABLE.store(true, Ordering::Relaxed);
+        return 0;
+    };
+    if *fd_pid != pid {
+        return 0;
+    }
+    let ranges: Vec<libc::iovec> = (0..count)
+        .map(|i| libc::iovec {
+            iov_base: (start + i * slot) as *mut libc::c_void,
+            iov_len: page,
+        })
+        .collect();
+    // SAFETY: every range is a page of the chunk just mapped, which no one
+    // uses yet; `ranges` outlives the call; the pidfd names this process.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_process_madvise,
+            fd.as_raw_fd(),
+            ranges.as_ptr(),
+            ranges.len(),
+            MADV_GUARD_INSTALL,
+            0,
+        )
+    };
+    match usize::try_from(r) {
+        Ok(bytes) => (bytes / page).min(count),
+        Err(_) => {
+            UNAVAILABLE.store(true, Ordering::Relaxed);
+            0
+        }
+    }
 }
 
 /// Makes the page at `addr` fault on any access.
