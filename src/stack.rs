@@ -373,33 +373,17 @@ fn install_guards(start: usize, slot: usize, count: usize, page: usize) -> io::R
 /// `process_madvise(2)` on our own process with one range per guard page;
 /// returns how many of the `count` guards it installed (0 when the kernel
 /// does not offer it, which is then not asked again).
+///
+/// The process is named by `PIDFD_SELF` (Linux 6.15+), so no descriptor is
+/// opened, and a forked child names itself.
 fn guards_in_one_call(start: usize, slot: usize, count: usize, page: usize) -> usize {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::sync::atomic::AtomicBool;
-    use std::sync::OnceLock;
 
-    /// A pidfd for this process, and the pid it was opened for: after a
-    /// `fork` it names the parent, so the child must not use it.
-    static SELF_FD: OnceLock<Option<(OwnedFd, libc::pid_t)>> = OnceLock::new();
+    /// `PIDFD_SELF` (`PIDFD_SELF_THREAD`): "the calling thread", whose
+    /// memory is the whole process's; not yet in every libc release.
+    const PIDFD_SELF: libc::c_int = -10_000;
     static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
     if UNAVAILABLE.load(Ordering::Relaxed) {
-        return 0;
-    }
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
-    let fd = SELF_FD.get_or_init(|| {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new
-        // descriptor, which we own from here on.
-        let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let fd = libc::c_int::try_from(r).ok().filter(|&fd| fd >= 0)?;
-        // SAFETY: `fd` was just opened and is owned by nobody else.
-        Some((unsafe { OwnedFd::from_raw_fd(fd) }, pid))
-    });
-    let Some((fd, fd_pid)) = fd else {
-        UNAVAILABLE.store(true, Ordering::Relaxed);
-        return 0;
-    };
-    if *fd_pid != pid {
         return 0;
     }
     let ranges: Vec<libc::iovec> = (0..count)
@@ -409,11 +393,12 @@ fn guards_in_one_call(start: usize, slot: usize, count: usize, page: usize) -> u
         })
         .collect();
     // SAFETY: every range is a page of the chunk just mapped, which no one
-    // uses yet; `ranges` outlives the call; the pidfd names this process.
+    // uses yet, and `ranges` outlives the call; PIDFD_SELF names this
+    // process (older kernels refuse it with EBADF and touch nothing).
     let r = unsafe {
         libc::syscall(
             libc::SYS_process_madvise,
-            fd.as_raw_fd(),
+            PIDFD_SELF,
             ranges.as_ptr(),
             ranges.len(),
             MADV_GUARD_INSTALL,

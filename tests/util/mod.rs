@@ -479,10 +479,12 @@ pub fn read_to_end_std(
     }
 }
 
-/// Polls `cond` from inside a task, sleeping 1 ms between tries, until it
-/// holds or `limit` passes; returns whether it held.
+/// Polls `cond`, sleeping 1 ms between tries (the task inside a task, the
+/// thread outside one), until it holds or `limit` passes; returns whether
+/// it held.
 pub fn wait_until(limit: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = std::time::Instant::now();
+    let in_task = yieldloop::current_id().is_some();
     loop {
         if cond() {
             return true;
@@ -490,7 +492,11 @@ pub fn wait_until(limit: std::time::Duration, mut cond: impl FnMut() -> bool) ->
         if start.elapsed() > limit {
             return false;
         }
-        yieldloop::sleep(std::time::Duration::from_millis(1));
+        if in_task {
+            yieldloop::sleep(std::time::Duration::from_millis(1));
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 }
 
