@@ -18,7 +18,7 @@
 //!   stays mapped for as long as the coroutine exists, and it is only
 //!   dereferenced from code running on that very stack.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::ptr::{self, NonNull};
 use std::rc::Rc;
 
@@ -30,8 +30,9 @@ use crate::scheduler::Scheduler;
 use crate::task::{TaskCoroutine, TaskId};
 
 thread_local! {
-    /// The scheduler driving this thread, set for the whole of [`crate::run`].
-    static SCHEDULER: RefCell<Option<Rc<Scheduler>>> = const { RefCell::new(None) };
+    /// The scheduler driving this thread, set for the whole of [`crate::run`]
+    /// (the [`InstallGuard`] owns it meanwhile); null otherwise.
+    static SCHEDULER: Cell<*const Scheduler> = const { Cell::new(ptr::null()) };
     /// The running (or unwinding) task's context; null while the scheduler
     /// itself runs. One word, written twice per resume.
     static CURRENT: Cell<*const TaskCx> = const { Cell::new(ptr::null()) };
@@ -137,6 +138,7 @@ impl std::fmt::Debug for BodyBox {
 }
 
 /// The running task's context, if a task runs and is not being torn down.
+#[inline]
 fn running_cx() -> Option<&'static TaskCx> {
     let cx = CURRENT.with(Cell::get);
     // SAFETY: a non-null CURRENT points at the context of the task whose
@@ -188,6 +190,7 @@ pub(crate) fn set_scope(scope: Option<Scope>) -> Option<Scope> {
 ///     assert!(Instant::now() >= deadline);
 /// });
 /// ```
+#[inline]
 pub fn suspend(op: Op) -> Resume {
     if FORCED_UNWIND.with(Cell::get) {
         // A task being torn down, possibly one that never started and whose
@@ -211,6 +214,7 @@ pub fn suspend(op: Op) -> Resume {
 
 /// Switches to the scheduler with `op`; see [`suspend`], which checked that
 /// `cx` is the running task's.
+#[inline]
 fn raw_suspend(cx: &TaskCx, op: Op) -> Resume {
     let yielder = cx.yielder.get();
     assert!(
@@ -242,6 +246,7 @@ pub(crate) fn enter_task(yielder: &Yielder<Resume, Op>) {
 ///
 /// `body` must come from a live [`BodyBox`] that is not dropped, and whose
 /// coroutine is not otherwise borrowed, until this call returns.
+#[inline]
 pub(crate) unsafe fn resume_task(body: NonNull<Body>, value: Resume) -> CoroutineResult<Op, ()> {
     /// Clears the task context however the resume ends.
     struct Clear;
@@ -315,17 +320,20 @@ pub(crate) fn in_task() -> bool {
 
 /// Runs `f` with this thread's scheduler, or returns `None` when there is
 /// none (outside [`crate::run`]).
-pub(crate) fn try_with_scheduler<R>(f: impl FnOnce(&Rc<Scheduler>) -> R) -> Option<R> {
-    // Clone the Rc out so `f` may itself reach the thread-local again.
-    let sched = SCHEDULER.try_with(|s| s.borrow().clone()).ok().flatten()?;
-    Some(f(&sched))
+#[inline]
+pub(crate) fn try_with_scheduler<R>(f: impl FnOnce(&Scheduler) -> R) -> Option<R> {
+    let sched = SCHEDULER.try_with(Cell::get).ok()?;
+    // SAFETY: the pointer is non-null only while the `InstallGuard` made by
+    // `install` lives and holds an `Rc` of the scheduler (it nulls the
+    // pointer before letting go). The guard lives for the whole of a run,
+    // and `f` runs inside that run, on this thread, so the scheduler
+    // outlives the borrow.
+    unsafe { sched.as_ref() }.map(f)
 }
 
 /// True when this thread runs a scheduler.
 pub(crate) fn has_scheduler() -> bool {
-    SCHEDULER
-        .try_with(|s| s.borrow().is_some())
-        .unwrap_or(false)
+    SCHEDULER.try_with(|s| !s.get().is_null()).unwrap_or(false)
 }
 
 /// Runs `f` with this thread's scheduler.
@@ -334,7 +342,8 @@ pub(crate) fn has_scheduler() -> bool {
 ///
 /// Panics with a message naming `what` when there is no scheduler on this
 /// thread.
-pub(crate) fn with_scheduler<R>(what: &str, f: impl FnOnce(&Rc<Scheduler>) -> R) -> R {
+#[inline]
+pub(crate) fn with_scheduler<R>(what: &str, f: impl FnOnce(&Scheduler) -> R) -> R {
     match try_with_scheduler(f) {
         Some(r) => r,
         None => panic!(
@@ -347,24 +356,27 @@ pub(crate) fn with_scheduler<R>(what: &str, f: impl FnOnce(&Rc<Scheduler>) -> R)
 /// Installs `sched` as this thread's scheduler until the guard drops.
 pub(crate) fn install(sched: Rc<Scheduler>) -> InstallGuard {
     SCHEDULER.with(|s| {
-        let mut slot = s.borrow_mut();
         assert!(
-            slot.is_none(),
+            s.get().is_null(),
             "yieldloop::run was called inside a task (or inside another run on \
              this thread); use yieldloop::spawn to start more tasks instead"
         );
-        *slot = Some(sched);
+        s.set(Rc::as_ptr(&sched));
     });
-    InstallGuard(())
+    InstallGuard { _sched: sched }
 }
 
-/// Removes the scheduler from the thread-local when dropped.
+/// Keeps the installed scheduler alive, and removes it from the
+/// thread-local when dropped.
 #[derive(Debug)]
-pub(crate) struct InstallGuard(());
+pub(crate) struct InstallGuard {
+    _sched: Rc<Scheduler>,
+}
 
 impl Drop for InstallGuard {
     fn drop(&mut self) {
-        let sched = SCHEDULER.with(|s| s.borrow_mut().take());
-        drop(sched);
+        // Null first: nothing reached from the scheduler's own destructor
+        // may see it half torn down.
+        SCHEDULER.with(|s| s.set(ptr::null()));
     }
 }

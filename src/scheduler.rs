@@ -41,9 +41,12 @@ use crate::trace;
 static NEXT_SCHEDULER_ID: AtomicU64 = AtomicU64::new(1);
 
 /// While tasks stay ready, the loop polls for I/O events only every this
-/// many turns (a turn runs every ready task once), bounding how long a
-/// socket waits behind busy tasks.
+/// many turns (a turn runs every ready task once) …
 const POLL_EVERY_TURNS: u32 = 32;
+/// … and this many resumes, so that turns of one or two tasks do not pay
+/// a system call every few dozen hand-overs. Both bound how long a socket
+/// waits behind busy tasks: a few hundred short resumes.
+const POLL_EVERY_RESUMES: usize = 256;
 
 /// Settings read once per turn of the loop, not once per resume.
 #[derive(Debug)]
@@ -617,6 +620,7 @@ impl Scheduler {
         let mut batch = std::mem::take(&mut *self.batch_buf.borrow_mut());
         let mut remote_scratch = Vec::new();
         let mut turns_without_poll = 0u32;
+        let mut resumes_without_poll = 0usize;
         loop {
             // 1. Run every task that is ready now, once. Tasks they wake or
             //    spawn wait for the next turn, so the poll below is never
@@ -641,6 +645,7 @@ impl Scheduler {
                     return;
                 }
             }
+            resumes_without_poll += batch.len();
             batch.clear();
             // 2. Sleep in the kernel until an event or the next deadline.
             let mut core = self.core.borrow_mut();
@@ -650,7 +655,9 @@ impl Scheduler {
                 // cost more than the turn itself. Timers still fire, and the
                 // clock is only read when there are timers to fire.
                 turns_without_poll += 1;
-                if turns_without_poll < POLL_EVERY_TURNS {
+                if turns_without_poll < POLL_EVERY_TURNS
+                    || resumes_without_poll < POLL_EVERY_RESUMES
+                {
                     if !core.timers.is_empty() {
                         core.fire_timers(Instant::now());
                     }
@@ -665,6 +672,7 @@ impl Scheduler {
                 crate::stack::trim();
             }
             turns_without_poll = 0;
+            resumes_without_poll = 0;
             if deadline.is_none()
                 && core.reactor.sources.is_empty()
                 && !core.reactor.has_remote_handles()

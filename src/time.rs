@@ -70,6 +70,7 @@ pub fn sleep_until(deadline: Instant) {
 ///     assert_eq!(*log.borrow(), ["main", "other", "main again"]);
 /// });
 /// ```
+#[inline]
 pub fn yield_now() {
     let _ = suspend(Op::Yield);
 }
