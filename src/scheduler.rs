@@ -65,6 +65,8 @@ pub(crate) struct Scheduler {
     ready_buf: RefCell<Vec<Readiness>>,
     /// The turn being run; kept to reuse its allocation.
     batch_buf: RefCell<Vec<(usize, u64)>>,
+    /// The task being resumed (slot and id), while a resume runs.
+    in_resume: Cell<Option<(usize, TaskId)>>,
     /// What this scheduler shows the slow-task monitor.
     watch: std::sync::Arc<crate::slow::Watch>,
 }
@@ -327,6 +329,7 @@ impl Scheduler {
             }),
             ready_buf: RefCell::new(Vec::new()),
             batch_buf: RefCell::new(Vec::new()),
+            in_resume: Cell::new(None),
             watch: crate::slow::Watch::register(),
         })
     }
@@ -513,18 +516,21 @@ impl Scheduler {
             ));
         }
         let resume_no = self.watch.begin(id.serial);
-        let result = panic::catch_unwind(panic::AssertUnwindSafe(|| {
-            // SAFETY: the body belongs to the task record, which stays in
-            // the table while `running` is set: a cancellation only marks a
-            // running task, and nothing else removes one before this
-            // function does, below.
-            unsafe { context::resume_task(body, value) }
-        }));
+        // A panic out of the resume is caught for the whole turn in
+        // `run_until` (one landing pad per turn, not per resume), which
+        // reads this to know whose it was.
+        self.in_resume.set(Some((key, id)));
+        // SAFETY: the body belongs to the task record, which stays in the
+        // table while `running` is set: a cancellation only marks a running
+        // task, and nothing else removes one before this function does,
+        // below.
+        let result = unsafe { context::resume_task(body, value) };
+        self.in_resume.set(None);
         if traced {
             let name = self.task_name(id);
             let who = trace::Who(id.serial, name.as_deref());
             match &result {
-                Ok(CoroutineResult::Yield(op)) => trace::emit(format_args!(
+                CoroutineResult::Yield(op) => trace::emit(format_args!(
                     "yield  {who} -> {}",
                     trace::ShowOp(op, Instant::now())
                 )),
@@ -536,7 +542,7 @@ impl Scheduler {
         }
         let mut core = self.core.borrow_mut();
         match result {
-            Ok(CoroutineResult::Yield(op)) => {
+            CoroutineResult::Yield(op) => {
                 let task = &mut core.tasks.slab[key];
                 task.running = false;
                 if let (Op::Yield, false) = (&op, task.cancel_requested) {
@@ -553,31 +559,37 @@ impl Scheduler {
                     core.file(id, op, self.id);
                 }
             }
-            Ok(CoroutineResult::Return(())) => {
+            CoroutineResult::Return(()) => {
                 let body = core.remove(key);
                 drop(core);
                 // The coroutine is done: dropping it only returns its stack.
                 drop(body);
             }
-            Err(payload) => {
-                // The task's body catches its panics, so this is a panic in
-                // the runtime itself while it ran the task: the task is gone,
-                // the others go on.
-                let body = core.remove(key);
-                drop(core);
-                if let Some(body) = body {
-                    context::drop_task(body);
-                }
-                eprintln!(
-                    "yieldloop: internal error while running task {id}: {}",
-                    payload
-                        .downcast_ref::<&str>()
-                        .copied()
-                        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-                        .unwrap_or("<non-string panic>")
-                );
-            }
         }
+    }
+
+    /// Handles a panic that unwound out of a turn: if it came out of a
+    /// task's resume (the task's body catches its own panics, so this is a
+    /// panic in the runtime itself while it ran the task), that task is
+    /// gone and the others go on; any other panic goes on unwinding.
+    #[cold]
+    fn resume_panicked(&self, payload: Box<dyn std::any::Any + Send>) {
+        let Some((key, id)) = self.in_resume.take() else {
+            panic::resume_unwind(payload)
+        };
+        self.watch.end();
+        let body = self.core.borrow_mut().remove(key);
+        if let Some(body) = body {
+            context::drop_task(body);
+        }
+        eprintln!(
+            "yieldloop: internal error while running task {id}: {}",
+            payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("<non-string panic>")
+        );
     }
 
     /// Warns about the resume the slow-task monitor flagged: normally the
@@ -629,21 +641,35 @@ impl Scheduler {
             let mut turn = Turn {
                 traced: trace::on(),
             };
-            for i in 0..batch.len() {
-                let (key, serial) = batch[i];
-                self.run_one(key, serial, &mut turn);
-                if done() {
-                    // Leave the rest of the turn at the head of the queue
-                    // for a later run of the loop.
-                    let mut core = self.core.borrow_mut();
-                    let queue = &mut core.tasks.run_queue;
-                    queue.splice(0..0, batch.drain(i + 1..));
-                    batch.clear();
-                    drop(core);
-                    *self.ready_buf.borrow_mut() = ready;
-                    *self.batch_buf.borrow_mut() = batch;
-                    return;
+            let mut next = 0;
+            let finished = loop {
+                let turn_run = panic::catch_unwind(panic::AssertUnwindSafe(|| {
+                    while next < batch.len() {
+                        let (key, serial) = batch[next];
+                        next += 1;
+                        self.run_one(key, serial, &mut turn);
+                        if done() {
+                            return true;
+                        }
+                    }
+                    false
+                }));
+                match turn_run {
+                    Ok(finished) => break finished,
+                    Err(payload) => self.resume_panicked(payload),
                 }
+            };
+            if finished {
+                // Leave the rest of the turn at the head of the queue for a
+                // later run of the loop.
+                let mut core = self.core.borrow_mut();
+                let queue = &mut core.tasks.run_queue;
+                queue.splice(0..0, batch.drain(next..));
+                batch.clear();
+                drop(core);
+                *self.ready_buf.borrow_mut() = ready;
+                *self.batch_buf.borrow_mut() = batch;
+                return;
             }
             resumes_without_poll += batch.len();
             batch.clear();
