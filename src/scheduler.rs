@@ -65,8 +65,9 @@ pub(crate) struct Scheduler {
     ready_buf: RefCell<Vec<Readiness>>,
     /// The turn being run; kept to reuse its allocation.
     batch_buf: RefCell<Vec<(usize, u64)>>,
-    /// The task being resumed (slot and id), while a resume runs.
-    in_resume: Cell<Option<(usize, TaskId)>>,
+    /// The slot of the task being resumed while a resume runs, else
+    /// `usize::MAX`.
+    in_resume: Cell<usize>,
     /// What this scheduler shows the slow-task monitor.
     watch: std::sync::Arc<crate::slow::Watch>,
 }
@@ -329,7 +330,7 @@ impl Scheduler {
             }),
             ready_buf: RefCell::new(Vec::new()),
             batch_buf: RefCell::new(Vec::new()),
-            in_resume: Cell::new(None),
+            in_resume: Cell::new(usize::MAX),
             watch: crate::slow::Watch::register(),
         })
     }
@@ -519,13 +520,13 @@ impl Scheduler {
         // A panic out of the resume is caught for the whole turn in
         // `run_until` (one landing pad per turn, not per resume), which
         // reads this to know whose it was.
-        self.in_resume.set(Some((key, id)));
+        self.in_resume.set(key);
         // SAFETY: the body belongs to the task record, which stays in the
         // table while `running` is set: a cancellation only marks a running
         // task, and nothing else removes one before this function does,
         // below.
         let result = unsafe { context::resume_task(body, value) };
-        self.in_resume.set(None);
+        self.in_resume.set(usize::MAX);
         if traced {
             let name = self.task_name(id);
             let who = trace::Who(id.serial, name.as_deref());
@@ -574,7 +575,9 @@ impl Scheduler {
     /// gone and the others go on; any other panic goes on unwinding.
     #[cold]
     fn resume_panicked(&self, payload: Box<dyn std::any::Any + Send>) {
-        let Some((key, id)) = self.in_resume.take() else {
+        let key = self.in_resume.replace(usize::MAX);
+        let id = self.core.borrow().tasks.slab.get(key).map(|t| t.id);
+        let Some(id) = id else {
             panic::resume_unwind(payload)
         };
         self.watch.end();
