@@ -6,6 +6,9 @@
 //!
 //! - `yield_handover`: one task yields, the scheduler resumes the other;
 //!   reported per hand-over.
+//! - `switch_floor`: the floor under `yield_handover`: two bare corosensei
+//!   coroutines passing the same `Op::Yield`/`Resume::Ready` values, resumed
+//!   in turn by a plain loop with no scheduler; per resume.
 //! - `spawn_join`: spawn a task returning a value and join it, with a warm
 //!   stack pool.
 //! - `sleep_zero`: a timer insert and fire through the heap (a deadline
@@ -38,6 +41,35 @@ fn yield_handover(c: &mut Criterion) {
                 // Each round has two hand-overs: to the other task and back.
                 took / 2
             })
+        })
+    });
+}
+
+fn switch_floor(c: &mut Criterion) {
+    use corosensei::{Coroutine, CoroutineResult, Yielder};
+    use yieldloop::{Op, Resume};
+    c.bench_function("switch_floor", |b| {
+        b.iter_custom(|iters| {
+            let mut pair: Vec<Coroutine<Resume, Op, ()>> = (0..2)
+                .map(|_| {
+                    Coroutine::new(move |y: &Yielder<Resume, Op>, _first: Resume| {
+                        for _ in 0..iters {
+                            std::hint::black_box(y.suspend(Op::Yield));
+                        }
+                    })
+                })
+                .collect();
+            let start = Instant::now();
+            let mut resumes = 0u64;
+            while resumes < 2 * iters {
+                for co in &mut pair {
+                    if let CoroutineResult::Yield(op) = co.resume(Resume::Ready) {
+                        std::hint::black_box(op);
+                    }
+                    resumes += 1;
+                }
+            }
+            start.elapsed() / 2
         })
     });
 }
@@ -113,6 +145,7 @@ fn stack_pool(c: &mut Criterion) {
 criterion_group!(
     benches,
     yield_handover,
+    switch_floor,
     spawn_join,
     sleep_zero,
     timers_10k,
