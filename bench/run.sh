@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the comparison benchmarks (release), runs them all (hand-over
-# micro-benchmarks, timer lateness, sleepers, echo servers), and writes docs/benchmarks.md
+# Builds the comparison benchmarks and yieldloop's echo_server and echo_load
+# examples (release), runs them all (hand-over micro-benchmarks, timer lateness,
+# sleepers, echo servers, thread-per-core scaling), and writes docs/benchmarks.md
 # and docs/img/sleepers.svg from the raw results in bench/results/.
 #
 #   bench/run.sh
@@ -20,6 +21,9 @@
 #   LATENESS_TASKS [1000]  sleeping tasks per timer-lateness run
 #   LATENESS_MAX_MS [50]   largest random delay (ms) of a timer-lateness task
 #   LATENESS_TIMEOUT [30]  seconds before a timer-lateness run is killed and marked failed
+#   SCALE_REPS [5]  runs per thread-per-core scaling cell (client threads x workers)
+#   SCALE_SECS [4]  measured seconds per scaling run (the client is killed and the
+#                   run marked failed after SCALE_SECS + 30 s)
 #
 # Timer lateness runs twice per runtime: at normal priority, and under
 # `chrt -f 50` (SCHED_FIFO, "realtime priority") when chrt works here
@@ -46,11 +50,14 @@ LATENESS_REPS=${LATENESS_REPS:-5}
 LATENESS_TASKS=${LATENESS_TASKS:-1000}
 LATENESS_MAX_MS=${LATENESS_MAX_MS:-50}
 LATENESS_TIMEOUT=${LATENESS_TIMEOUT:-30}
+SCALE_REPS=${SCALE_REPS:-5}
+SCALE_SECS=${SCALE_SECS:-4}
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$BENCH")
 RES=$BENCH/results
 BIN=$BENCH/target/release
+EX=$ROOT/target/release/examples
 START=$(date +%s.%N)
 export RUST_BACKTRACE=0
 
@@ -63,10 +70,16 @@ if ! cargo build --release --quiet --bins; then
     echo "run.sh: build failed" >&2
     exit 1
 fi
+# yieldloop's own echo server and load client, for the scaling stage (built
+# in the main crate, so they land in its target dir).
+if ! (cd "$ROOT" && cargo build --release --quiet --example echo_server --example echo_load); then
+    echo "run.sh: build of the echo_server and echo_load examples failed" >&2
+    exit 1
+fi
 BUILD_S=$(elapsed)
 
 mkdir -p "$RES" "$ROOT/docs/img"
-rm -f "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/scaling.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -77,6 +90,7 @@ else
     PIN_SERVER=""
     PIN_CLIENT=""
 fi
+SCALE_TIMEOUT=$(awk -v s="$SCALE_SECS" 'BEGIN { printf "%d", s + 30.999 }')
 PY=""
 if command -v python3 >/dev/null; then PY=python3; fi
 # Realtime variant of the timer-lateness runs: only if chrt can actually
@@ -124,12 +138,16 @@ fi
     echo "lateness_max_ms=$LATENESS_MAX_MS"
     echo "lateness_timeout=$LATENESS_TIMEOUT"
     echo "lateness_rt=$LATENESS_RT"
+    echo "scale_reps=$SCALE_REPS"
+    echo "scale_secs=$SCALE_SECS"
     echo "build_s=$BUILD_S"
 } >"$RES/meta.txt"
 
 cat >"$RES/commands.txt" <<EOF
 # build (in bench/, its own crate and target dir)
 cargo build --release --bins
+# build yieldloop's echo_server and echo_load examples (in the repository root)
+cargo build --release --example echo_server --example echo_load
 # hand-over micro-benchmarks: one process per measurement (a warm-up round,
 # then the measured round), killed after ${HANDOVER_TIMEOUT} s
 timeout ${HANDOVER_TIMEOUT} bench/target/release/handover --runtime {yieldloop|tokio|may} --bench {pingpong|bounded|mutex|yield|spawn}
@@ -144,6 +162,11 @@ timeout ${CELL_TIMEOUT} python3 bench/py/sleepers.py --n N
 # (fields 14 and 15), read before the client starts and 0.2 s after it exits
 ${PIN_SERVER:+$PIN_SERVER }bench/target/release/echo_{yieldloop|tokio|may|mio} --addr 127.0.0.1:PORT &   # PORT below the ephemeral range
 ${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/loadgen --addr 127.0.0.1:PORT --conns {1|64|512} --size 64 --duration ${ECHO_SECS} --warmup ${ECHO_WARMUP}
+# thread-per-core scaling: yieldloop's own examples, nothing pinned, a fresh
+# server per run (stopped with SIGINT after the client); context switches summed
+# over /proc/SERVER_PID/task/*/status right after the client exits
+target/release/examples/echo_server --addr 127.0.0.1:PORT --workers {1|2} --quiet &   # PORT below the ephemeral range
+timeout ${SCALE_TIMEOUT} target/release/examples/echo_load --addr 127.0.0.1:PORT --connections 64 --size 64 --duration ${SCALE_SECS} --threads {1|2} --server-pid SERVER_PID
 EOF
 
 # ---------------------------------------------------------------- hand-over
@@ -329,6 +352,94 @@ for rep in $(seq 1 "$ECHO_REPS"); do
                 echo "echo server=$server rep=$rep utime=$((u1 - u0)) stime=$((s1 - s0)) ${out#loadgen } ok=1" >>"$RES/echo.txt"
             else
                 echo "echo server=$server conns=$conns rep=$rep ok=0 reason=loadgen exit $rc: $(tail -n1 "$RES/client.err")" >>"$RES/echo.txt"
+            fi
+        done
+    done
+done
+rm -f "$RES/server.err" "$RES/client.err"
+
+# ---------------------------------------------------------------- scaling
+# yieldloop's own echo server with one or two workers (one scheduler per
+# thread, SO_REUSEPORT listeners) against its own load client with one or two
+# threads. Nothing is pinned: on a 2-core machine both share both cores.
+
+ctxt_switches() { # voluntary and involuntary context switches, summed over a process's threads
+    cat /proc/"$1"/task/*/status 2>/dev/null |
+        awk '/^voluntary_ctxt_switches:/ { v += $2 } /^nonvoluntary_ctxt_switches:/ { n += $2 } END { print v + 0, n + 0 }'
+}
+
+# Starts echo_server with $1 workers on a free port (trying a few), the same
+# way start_server does, and also waits (up to 2 s) for its "listening on"
+# line, printed once its listeners are bound; sets $spid and $addr.
+start_scaling_server() {
+    local tries i
+    for tries in 1 2 3 4 5; do
+        port=$((port + 1))
+        addr=127.0.0.1:$port
+        "$EX/echo_server" --addr "$addr" --workers "$1" --quiet 2>"$RES/server.err" &
+        spid=$!
+        sleep 0.2
+        for i in $(seq 1 20); do
+            grep -q 'listening on' "$RES/server.err" && break
+            kill -0 "$spid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$spid" 2>/dev/null && grep -q 'listening on' "$RES/server.err"; then
+            return 0
+        fi
+        kill -KILL "$spid" 2>/dev/null
+        wait "$spid" 2>/dev/null
+    done
+    return 1
+}
+
+# SIGINT (the server stops accepting, drains and exits); SIGKILL if it is
+# still there after 5 s.
+stop_scaling_server() {
+    local i
+    kill -INT "$spid" 2>/dev/null
+    for i in $(seq 1 50); do
+        kill -0 "$spid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$spid" 2>/dev/null; then
+        log "scaling: echo_server $spid did not exit 5 s after SIGINT; killing it"
+        kill -KILL "$spid" 2>/dev/null
+    fi
+    wait "$spid" 2>/dev/null
+}
+
+for rep in $(seq 1 "$SCALE_REPS"); do
+    for clients in 1 2; do
+        for workers in 1 2; do
+            what="scaling workers=$workers clients=$clients rep=$rep"
+            if ! start_scaling_server "$workers"; then
+                echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/scaling.txt"
+                continue
+            fi
+            log "scaling workers=$workers clients=$clients run $rep/$SCALE_REPS ($addr)"
+            out=$(timeout "$SCALE_TIMEOUT" "$EX/echo_load" --addr "$addr" --connections 64 --size 64 \
+                --duration "$SCALE_SECS" --threads "$clients" --server-pid "$spid" 2>"$RES/client.err")
+            rc=$?
+            read -r vcs ivcs < <(ctxt_switches "$spid")
+            stop_scaling_server
+            # "64 connections, 64-byte messages, 4.0 s: N round trips, R per second"
+            # and, last, "rps R conns 64 size 64 server_us_per_rt X".
+            rts=$(printf '%s\n' "$out" | sed -n 's/.*: \([0-9]*\) round trips,.*/\1/p' | head -n1)
+            last=$(printf '%s\n' "$out" | grep '^rps ' | tail -n1)
+            rps=$(awk '{ for (i = 1; i < NF; i++) if ($i == "rps") print $(i + 1) }' <<<"$last")
+            us=$(awk '{ for (i = 1; i < NF; i++) if ($i == "server_us_per_rt") print $(i + 1) }' <<<"$last")
+            if [ $rc -ne 0 ]; then
+                case $rc in
+                    124) reason="echo_load killed after ${SCALE_TIMEOUT} s (timeout)" ;;
+                    *) reason="echo_load exit $rc: $(tail -n1 "$RES/client.err")" ;;
+                esac
+                echo "$what ok=0 reason=$reason" >>"$RES/scaling.txt"
+            elif [ -z "$rts" ] || [ -z "$rps" ] || [ -z "$us" ] || [ "$rts" -eq 0 ]; then
+                echo "$what ok=0 reason=unexpected echo_load output: $(printf '%s' "$out" | tail -n1)" >>"$RES/scaling.txt"
+            else
+                per=$(awk -v v="$vcs" -v n="$ivcs" -v r="$rts" 'BEGIN { printf "vcs_per_rt=%.5f ivcs_per_rt=%.5f", v / r, n / r }')
+                echo "$what ok=1 rps=$rps server_us_per_rt=$us round_trips=$rts $per" >>"$RES/scaling.txt"
             fi
         done
     done

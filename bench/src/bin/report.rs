@@ -13,6 +13,8 @@
 //! - `handover.txt`: `handover rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
 //!   `handover rep=.. ok=1 runtime=.. bench=.. na=1 reason=..` for a benchmark a
 //!   runtime cannot do, or `handover runtime=.. bench=.. rep=.. ok=0 status=.. reason=..`.
+//! - `scaling.txt`: `scaling workers=.. clients=.. rep=.. ok=1 rps=.. server_us_per_rt=.. round_trips=.. vcs_per_rt=.. ivcs_per_rt=..`,
+//!   or `scaling workers=.. clients=.. rep=.. ok=0 reason=..`.
 //! - `lateness.txt`: `lateness variant=normal|rt rep=.. ok=1 runtime=.. tasks=.. max_ms=.. p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. mean_us=.. early=.. max_early_us=..`,
 //!   or `lateness runtime=.. variant=.. rep=.. ok=0 status=.. reason=..`.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
@@ -205,25 +207,35 @@ fn args() -> Args {
 
 fn main() {
     let a = args();
-    let sleepers = read_recs(&a.results.join("sleepers.txt"));
-    let echo = read_recs(&a.results.join("echo.txt"));
-    let handover = read_recs(&a.results.join("handover.txt"));
-    let lateness = read_recs(&a.results.join("lateness.txt"));
+    let recs = Results {
+        sleepers: read_recs(&a.results.join("sleepers.txt")),
+        echo: read_recs(&a.results.join("echo.txt")),
+        scaling: read_recs(&a.results.join("scaling.txt")),
+        handover: read_recs(&a.results.join("handover.txt")),
+        lateness: read_recs(&a.results.join("lateness.txt")),
+    };
     let meta = read_meta(&a.results.join("meta.txt"));
     let commands = std::fs::read_to_string(a.results.join("commands.txt")).unwrap_or_default();
 
     let svg_rel = relative_to(&a.svg, a.md.parent().unwrap_or(Path::new(".")));
-    if let Err(e) = plot(&sleepers, &a.svg) {
+    if let Err(e) = plot(&recs.sleepers, &a.svg) {
         eprintln!("report: plot failed: {e}");
     }
-    let md = markdown(
-        &sleepers, &echo, &handover, &lateness, &meta, &commands, &svg_rel,
-    );
+    let md = markdown(&recs, &meta, &commands, &svg_rel);
     if let Err(e) = std::fs::write(&a.md, md) {
         eprintln!("report: writing {}: {e}", a.md.display());
         std::process::exit(1);
     }
     eprintln!("report: wrote {} and {}", a.md.display(), a.svg.display());
+}
+
+/// The records of each result file.
+struct Results {
+    sleepers: Vec<Rec>,
+    echo: Vec<Rec>,
+    scaling: Vec<Rec>,
+    handover: Vec<Rec>,
+    lateness: Vec<Rec>,
 }
 
 /// `target` relative to `dir` when it lies below it (for the image link).
@@ -489,6 +501,156 @@ fn echo_cell(recs: &[Rec], server: &str, conns: u64, clk_tck: f64) -> EchoCell {
             .filter(|r| !r.ok())
             .map(|r| r.reason.clone().unwrap_or_else(|| "failed".into()))
             .collect(),
+    }
+}
+
+// ------------------------------------------------------------- thread-per-core scaling
+
+/// Client threads of the scaling stage.
+const SCALE_CLIENTS: [u64; 2] = [1, 2];
+/// Server workers of the scaling stage.
+const SCALE_WORKERS: [u64; 2] = [1, 2];
+
+struct ScalingCell {
+    rps: Option<Stat>,
+    us_per_rt: Option<Stat>,
+    vcs: Option<Stat>,
+    ivcs: Option<Stat>,
+    runs: usize,
+    failures: Vec<String>,
+}
+
+fn scaling_cell(recs: &[Rec], clients: u64, workers: u64) -> ScalingCell {
+    let mine: Vec<&Rec> = recs
+        .iter()
+        .filter(|r| r.s("clients") == clients.to_string() && r.s("workers") == workers.to_string())
+        .collect();
+    let ok: Vec<&&Rec> = mine.iter().filter(|r| r.ok()).collect();
+    let col = |k: &str| stat(ok.iter().map(|r| r.f(k)).collect());
+    ScalingCell {
+        rps: col("rps"),
+        us_per_rt: col("server_us_per_rt"),
+        vcs: col("vcs_per_rt"),
+        ivcs: col("ivcs_per_rt"),
+        runs: ok.len(),
+        failures: mine
+            .iter()
+            .filter(|r| !r.ok())
+            .map(|r| r.reason.clone().unwrap_or_else(|| "failed".into()))
+            .collect(),
+    }
+}
+
+fn scaling_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
+    let _ = writeln!(w, "## Thread-per-core scaling\n");
+    let _ = writeln!(
+        w,
+        "yieldloop's own echo server example (`examples/echo_server.rs`) with \
+         `--workers 1` and `--workers 2`: one scheduler per thread, each accepting on \
+         its own listener of the same port (`SO_REUSEPORT`), one task per connection. \
+         The client is the `examples/echo_load.rs` example with 1 or 2 threads (a \
+         yieldloop runtime with that many workers), keeping 64 connections in a closed \
+         loop: each sends a 64-byte message and waits for the whole echo before sending \
+         the next. Nothing is pinned. A fresh server is started for every run and \
+         stopped with SIGINT afterwards; {} runs per cell, the cells interleaved.\n",
+        m("scale_reps"),
+    );
+    let _ = writeln!(
+        w,
+        "Round trips are counted for {} s, after 0.3 s in which the connections are \
+         opened. **Server CPU per round trip** is (utime + stime) of the server, read \
+         by `echo_load` from `/proc/PID/stat` at the start and end of that window, \
+         divided by the round trips counted in it (the tick is 1/100 s). **Context \
+         switches per round trip** are `voluntary_ctxt_switches` and \
+         `nonvoluntary_ctxt_switches` summed over `/proc/PID/task/*/status` of the \
+         server right after the client exits (so since the server started, connection \
+         set-up included), divided by the same round trips.\n",
+        m("scale_secs"),
+    );
+    let _ = writeln!(
+        w,
+        "On a machine with 2 cores (this one has {}), the client cannot have a core of \
+         its own while two workers run, so the client competes with the server for the \
+         cores.\n",
+        m("cores"),
+    );
+    if recs.is_empty() {
+        let _ = writeln!(
+            w,
+            "No data: `bench/results/scaling.txt` is missing or empty (the stage did not \
+             run).\n"
+        );
+        return;
+    }
+    let _ = writeln!(w, "### Median (min–max) over runs\n");
+    let _ = writeln!(
+        w,
+        "| client threads | workers | round trips/s | server CPU per round trip (µs) | \
+         voluntary context switches per round trip | involuntary context switches per \
+         round trip | runs |\n|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let mut notes: Vec<String> = Vec::new();
+    for clients in SCALE_CLIENTS {
+        for workers in SCALE_WORKERS {
+            let c = scaling_cell(recs, clients, workers);
+            let mut runs = c.runs.to_string();
+            if !c.failures.is_empty() {
+                let mut idx = Vec::new();
+                for f in &c.failures {
+                    let text = format!("{clients} client thread(s), {workers} worker(s): {f}");
+                    let i = match notes.iter().position(|n| *n == text) {
+                        Some(i) => i + 1,
+                        None => {
+                            notes.push(text);
+                            notes.len()
+                        }
+                    };
+                    if !idx.contains(&i) {
+                        idx.push(i);
+                    }
+                }
+                let idx: Vec<String> = idx.iter().map(ToString::to_string).collect();
+                runs = format!("{runs}, {} failed [{}]", c.failures.len(), idx.join(", "));
+            }
+            let _ = writeln!(
+                w,
+                "| {clients} | {workers} | {} | {} | {} | {} | {runs} |",
+                cell(c.rps),
+                cell(c.us_per_rt),
+                cell(c.vcs),
+                cell(c.ivcs),
+            );
+        }
+    }
+    let _ = writeln!(w);
+    let _ = writeln!(w, "Workers 2 vs 1, from the medians:\n");
+    for clients in SCALE_CLIENTS {
+        let one = scaling_cell(recs, clients, 1);
+        let two = scaling_cell(recs, clients, 2);
+        let ratio = |a: Option<Stat>, b: Option<Stat>, unit: &str| match (a, b) {
+            (Some(a), Some(b)) if b.med > 0.0 => format!(
+                "{}{unit} vs {}{unit} (×{:.2})",
+                num(a.med),
+                num(b.med),
+                a.med / b.med
+            ),
+            _ => "— (no successful runs to compare)".to_string(),
+        };
+        let _ = writeln!(
+            w,
+            "- {clients} client thread{}: server CPU per round trip {}; round trips/s {}.",
+            if clients == 1 { "" } else { "s" },
+            ratio(two.us_per_rt, one.us_per_rt, " µs"),
+            ratio(two.rps, one.rps, ""),
+        );
+    }
+    let _ = writeln!(w);
+    if !notes.is_empty() {
+        let _ = writeln!(w, "Failures:\n");
+        for (i, n) in notes.iter().enumerate() {
+            let _ = writeln!(w, "{}. {}", i + 1, n.replace('|', "\\|"));
+        }
+        let _ = writeln!(w);
     }
 }
 
@@ -774,14 +936,18 @@ fn lateness_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
 // ------------------------------------------------------------- markdown
 
 fn markdown(
-    sleepers: &[Rec],
-    echo: &[Rec],
-    handover: &[Rec],
-    lateness: &[Rec],
+    recs: &Results,
     meta: &BTreeMap<String, String>,
     commands: &str,
     svg_rel: &str,
 ) -> String {
+    let (sleepers, echo, scaling, handover, lateness) = (
+        &recs.sleepers[..],
+        &recs.echo[..],
+        &recs.scaling[..],
+        &recs.handover[..],
+        &recs.lateness[..],
+    );
     let m = |k: &str| meta.get(k).map_or("?", String::as_str);
     let clk_tck: f64 = m("clk_tck").parse().unwrap_or(100.0);
     let mut o = String::new();
@@ -1042,6 +1208,9 @@ fn markdown(
         let _ = writeln!(w);
     }
 
+    // ---- thread-per-core scaling
+    scaling_section(w, scaling, &|k| m(k).to_string());
+
     // ---- hand-over
     handover_section(w, handover, &|k| m(k).to_string());
 
@@ -1054,7 +1223,8 @@ fn markdown(
         w,
         "Everything above comes from one `bench/run.sh` (run from the repository \
          root or anywhere else). It builds `bench/` (its own cargo crate, target dir \
-         `bench/target`) in release mode and runs:\n"
+         `bench/target`) and yieldloop's `echo_server` and `echo_load` examples in \
+         release mode and runs:\n"
     );
     let _ = writeln!(w, "```sh\n{}```\n", commands);
     let _ = writeln!(
@@ -1065,10 +1235,11 @@ fn markdown(
          Knobs (environment variables): `REPS`, `REPS_100K`, `REPS_1M`, `ECHO_REPS`, \
          `ECHO_SECS`, `ECHO_WARMUP`, `CELL_TIMEOUT`, `SLEEPERS_NS`, `REPS_1M_ASYNCIO`, \
          `HANDOVER_REPS`, `HANDOVER_TIMEOUT`, `LATENESS_REPS`, `LATENESS_TASKS`, \
-         `LATENESS_MAX_MS`, `LATENESS_TIMEOUT`; this run used REPS={}, REPS_100K={}, REPS_1M={}, \
+         `LATENESS_MAX_MS`, `LATENESS_TIMEOUT`, `SCALE_REPS`, `SCALE_SECS`; this run used \
+         REPS={}, REPS_100K={}, REPS_1M={}, \
          REPS_1M_ASYNCIO={}, ECHO_REPS={}, ECHO_SECS={}, ECHO_WARMUP={}, HANDOVER_REPS={}, \
          HANDOVER_TIMEOUT={}, LATENESS_REPS={}, LATENESS_TASKS={}, LATENESS_MAX_MS={}, \
-         LATENESS_TIMEOUT={}.",
+         LATENESS_TIMEOUT={}, SCALE_REPS={}, SCALE_SECS={}.",
         m("reps"),
         m("reps_100k"),
         m("reps_1m"),
@@ -1082,6 +1253,8 @@ fn markdown(
         m("lateness_tasks"),
         m("lateness_max_ms"),
         m("lateness_timeout"),
+        m("scale_reps"),
+        m("scale_secs"),
     );
     o
 }
