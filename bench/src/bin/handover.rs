@@ -326,9 +326,11 @@ mod my {
 
     pub fn measure(bench: &str, ops: u64) -> Result<Duration, String> {
         if bench == "bounded" {
-            return Err("na: may 0.3 has no bounded channel (its mpsc, mpmc and spsc \
+            return Err(
+                "na: may 0.3 has no bounded channel (its mpsc, mpmc and spsc \
                         channels are all unbounded)"
-                .into());
+                    .into(),
+            );
         }
         may::config().set_workers(1);
         // Placement is left to the OS, as for the others.

@@ -150,7 +150,11 @@ fn main() {
     let (mut runtime, mut tasks, mut max_ms) = (String::new(), 1000u64, 50u64);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut num = || args.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or_else(|| usage());
+        let mut num = || {
+            args.next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or_else(|| usage())
+        };
         match a.as_str() {
             "--runtime" => runtime = args.next().unwrap_or_else(|| usage()),
             "--tasks" => tasks = num(),

@@ -76,7 +76,7 @@ fn parse() -> Result<Args, String> {
     if !(1..=1 << 20).contains(&a.size) {
         return Err("--size must be in 1..=1048576".into());
     }
-    if !(a.duration > 0.0 && a.duration <= 600.0) || !(0.0..=60.0).contains(&a.warmup) {
+    if !(a.duration > 0.0 && a.duration <= 600.0 && (0.0..=60.0).contains(&a.warmup)) {
         return Err("--duration must be in (0, 600], --warmup in [0, 60]".into());
     }
     Ok(a)

@@ -33,11 +33,23 @@ const CONNS: [u64; 3] = [1, 64, 512];
 const HANDOVER_RUNTIMES: [&str; 3] = ["yieldloop", "tokio", "may"];
 /// (bench key, row title, what one op is).
 const HANDOVER_BENCHES: [(&str, &str, &str); 5] = [
-    ("pingpong", "channel ping-pong (unbounded)", "one one-way hand-over"),
-    ("bounded", "bounded channel, capacity 64, 1 → 1", "one message"),
+    (
+        "pingpong",
+        "channel ping-pong (unbounded)",
+        "one one-way hand-over",
+    ),
+    (
+        "bounded",
+        "bounded channel, capacity 64, 1 → 1",
+        "one message",
+    ),
     ("mutex", "mutex hand-over", "one hand-over of the lock"),
     ("yield", "yield between two tasks", "one `yield_now`"),
-    ("spawn", "spawn + join a trivial task", "one spawn and its join"),
+    (
+        "spawn",
+        "spawn + join a trivial task",
+        "one spawn and its join",
+    ),
 ];
 
 const LATENESS_RUNTIMES: [&str; 3] = ["yieldloop", "tokio", "may"];
@@ -161,7 +173,7 @@ fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -721,7 +733,11 @@ fn handover_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
     for rt in HANDOVER_RUNTIMES {
         let _ = write!(w, " {rt} |");
     }
-    let _ = writeln!(w, "\n|---|---|---:|{}", "---:|".repeat(HANDOVER_RUNTIMES.len()));
+    let _ = writeln!(
+        w,
+        "\n|---|---|---:|{}",
+        "---:|".repeat(HANDOVER_RUNTIMES.len())
+    );
     let mut notes: Vec<String> = Vec::new();
     let mut note = |text: String| match notes.iter().position(|n| *n == text) {
         Some(i) => i + 1,
@@ -806,8 +822,11 @@ fn lateness_cell(recs: &[Rec], rt: &str, variant: &str) -> LatenessCell {
 }
 
 fn lateness_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
-    let _ = writeln!(w, "## Timer lateness
-");
+    let _ = writeln!(
+        w,
+        "## Timer lateness
+"
+    );
     let _ = writeln!(
         w,
         "How late a sleeping task runs again after its deadline. {} tasks are \
@@ -907,7 +926,10 @@ fn lateness_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
         }
         let _ = writeln!(w);
     }
-    let _ = writeln!(w, "Commands (one process per run, from the repository root):\n");
+    let _ = writeln!(
+        w,
+        "Commands (one process per run, from the repository root):\n"
+    );
     let args = format!(
         "--tasks {} --max-ms {}",
         m("lateness_tasks"),
