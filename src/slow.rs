@@ -17,8 +17,10 @@
 //! The monitor samples every quarter of the threshold, so any resume longer
 //! than 1.25 times the threshold is reported, and none shorter than the
 //! threshold. When no task has been running at its last few looks it parks
-//! until a scheduler resumes a task again, so an idle process has no
-//! periodic wake-ups.
+//! until a scheduler resumes a task again (or five seconds pass, which
+//! covers a resume that began just as it decided to park), so an idle
+//! process sees one wake-up every five seconds instead of four per
+//! threshold.
 //!
 //! The clock is wall time, not CPU time: on a machine short of cores, a
 //! thread the kernel switched out in the middle of a resume can trip the
