@@ -12,7 +12,10 @@
 //!   threshold; a resume it sees running for longer than the threshold is
 //!   flagged;
 //! * the scheduler checks for a flag after each resume (one load) and, when
-//!   there is one, prints the warning naming the task.
+//!   there is one, prints the warning naming the task;
+//! * a resume still running after ten thresholds is reported by the monitor
+//!   itself, by task number, while it runs: a task stuck in an endless loop
+//!   would otherwise never be named at all.
 //!
 //! The monitor samples every quarter of the threshold, so any resume longer
 //! than 1.25 times the threshold is reported, and none shorter than the
@@ -48,7 +51,9 @@ static FROM_ENV: Once = Once::new();
 /// A monitor thread looks at the schedulers every quarter of the threshold,
 /// so a resume is certainly reported once it runs past 1.25 times the
 /// threshold, and never when it is shorter than the threshold; the time in
-/// the message is a lower bound.
+/// the message is a lower bound. A resume still running after ten
+/// thresholds is also reported while it runs, by task number, so a task
+/// stuck in an endless loop is named too.
 ///
 /// # Examples
 ///
@@ -143,6 +148,8 @@ pub(crate) struct Watch {
     first_seen_ns: AtomicU64,
     /// The number of the last resume begun.
     seq: AtomicU64,
+    /// The resume the monitor reported as stuck while it ran, if any.
+    stuck_reported: AtomicU64,
 }
 
 /// What the monitor flagged: which task, since when it was seen running.
@@ -238,6 +245,16 @@ impl Watch {
                 self.flagged.store(running, Ordering::Release);
             }
         }
+        let held = now.saturating_sub(since);
+        if held >= limit.saturating_mul(STUCK_FACTOR)
+            && self.stuck_reported.load(Ordering::Relaxed) != running
+        {
+            let task = self.task.load(Ordering::Relaxed);
+            if self.running.load(Ordering::Relaxed) == running {
+                self.stuck_reported.store(running, Ordering::Relaxed);
+                warn_stuck(task, Duration::from_nanos(held));
+            }
+        }
         true
     }
 }
@@ -249,6 +266,25 @@ fn wake_monitor() {
             m.unpark();
         }
     }
+}
+
+/// A resume still running after this many thresholds is reported by the
+/// monitor itself, while it runs: a task caught in an endless loop never
+/// pauses, so the scheduler's report after the resume would never come.
+const STUCK_FACTOR: u64 = 10;
+
+/// The monitor's report of a resume that is still running. The task's name
+/// lives with its scheduler, out of this thread's reach, so the message
+/// gives its number; the scheduler's own warning, with the name, follows if
+/// the task ever pauses.
+#[cold]
+fn warn_stuck(serial: u64, held: Duration) {
+    eprintln!(
+        "yieldloop: task {serial} has been running for {:.1} s without pausing and still \
+         is; every other task on its thread is stalled. A loop that never pauses \
+         needs yieldloop::yield_now(), and blocking work belongs off the thread.",
+        held.as_secs_f64()
+    );
 }
 
 /// Looks this many times without seeing a task run before parking.

@@ -17,13 +17,21 @@ fn slow_child() {
     let Ok(mode) = std::env::var("YIELDLOOP_SLOW_CHILD") else {
         return;
     };
-    if mode == "off" {
-        yieldloop::set_slow_task_threshold(None);
+    let mut hog_for = Duration::from_millis(300);
+    match mode.as_str() {
+        "off" => yieldloop::set_slow_task_threshold(None),
+        // Ten thresholds are 500 ms: the monitor reports the task while it
+        // still runs.
+        "stuck" => {
+            yieldloop::set_slow_task_threshold(Some(Duration::from_millis(50)));
+            hog_for = Duration::from_millis(900);
+        }
+        _ => {}
     }
-    yieldloop::run(|| {
+    yieldloop::run(move || {
         let h = yieldloop::Builder::new()
             .name("number-cruncher")
-            .spawn(|| hog(Duration::from_millis(300)))
+            .spawn(move || hog(hog_for))
             .unwrap();
         h.join().unwrap();
     });
@@ -51,6 +59,25 @@ fn slow_task_is_named() {
         "no warning in: {stderr}"
     );
     assert!(stderr.contains("yield_now"), "no advice in: {stderr}");
+}
+
+/// A task that runs past ten thresholds is reported while it still runs
+/// (by number: the monitor thread cannot reach the name), and named once it
+/// ends; a 300 ms hog under the default 100 ms threshold gets only the
+/// second message.
+#[test]
+fn stuck_task_is_reported_while_it_runs() {
+    let stderr = run_slow_child("stuck");
+    assert!(
+        stderr.contains("task 2 has been running for") && stderr.contains("still is"),
+        "no report while running in: {stderr}"
+    );
+    assert!(
+        stderr.contains("task 2 (number-cruncher) ran for"),
+        "no warning after the resume in: {stderr}"
+    );
+    let stderr = run_slow_child("on");
+    assert!(!stderr.contains("still is"), "reported as stuck: {stderr}");
 }
 
 /// With the watch off, the same task passes without a word.
