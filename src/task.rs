@@ -116,11 +116,12 @@ impl fmt::Debug for Task {
 }
 
 /// The tasks waiting for one task's end. Nearly always one (its handle's
-/// owner), so the first is kept inline: no allocation for a plain join.
+/// owner), so the first is kept inline: no allocation for a plain join, and
+/// the rest (boxed) cost the task record one word.
 #[derive(Debug, Default)]
 pub(crate) struct Joiners {
     first: Option<Waiter>,
-    rest: Vec<Waiter>,
+    rest: Option<Box<Vec<Waiter>>>,
 }
 
 impl Joiners {
@@ -128,14 +129,15 @@ impl Joiners {
         if self.first.is_none() {
             self.first = Some(w);
         } else {
-            self.rest.push(w);
+            self.rest.get_or_insert_with(Default::default).push(w);
         }
     }
 
     /// Takes them all, in the order they came.
     pub(crate) fn take(&mut self) -> impl Iterator<Item = Waiter> {
         let first = self.first.take();
-        first.into_iter().chain(std::mem::take(&mut self.rest))
+        let rest = self.rest.take().map(|b| *b).unwrap_or_default();
+        first.into_iter().chain(rest)
     }
 }
 
