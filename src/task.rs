@@ -121,22 +121,28 @@ impl fmt::Debug for Task {
 #[derive(Debug, Default)]
 pub(crate) struct Joiners {
     first: Option<Waiter>,
-    rest: Option<Box<Vec<Waiter>>>,
+    rest: Option<Box<MoreJoiners>>,
 }
+
+/// The joiners after the first, behind one pointer: a `Vec` inline would
+/// add two words to every task record for a list that is nearly always
+/// empty.
+#[derive(Debug, Default)]
+struct MoreJoiners(Vec<Waiter>);
 
 impl Joiners {
     pub(crate) fn push(&mut self, w: Waiter) {
         if self.first.is_none() {
             self.first = Some(w);
         } else {
-            self.rest.get_or_insert_with(Default::default).push(w);
+            self.rest.get_or_insert_with(Default::default).0.push(w);
         }
     }
 
     /// Takes them all, in the order they came.
     pub(crate) fn take(&mut self) -> impl Iterator<Item = Waiter> {
         let first = self.first.take();
-        let rest = self.rest.take().map(|b| *b).unwrap_or_default();
+        let rest = self.rest.take().map(|b| b.0).unwrap_or_default();
         first.into_iter().chain(rest)
     }
 }
