@@ -74,7 +74,9 @@ pub(crate) fn page_size() -> usize {
 pub(crate) fn round_size(bytes: usize) -> usize {
     let page = page_size();
     let bytes = bytes.clamp(crate::task::MIN_STACK_SIZE, 1 << 40);
-    bytes.div_ceil(page) * page
+    // Page sizes are powers of two: a mask, not a division, on every spawn.
+    debug_assert!(page.is_power_of_two());
+    (bytes + page - 1) & !(page - 1)
 }
 
 /// A stack from the pool: `[limit, base)` with a guard page just below
