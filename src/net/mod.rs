@@ -82,11 +82,13 @@ mod tcp_listener;
 mod tcp_stream;
 mod udp;
 mod unix;
+mod unix_datagram;
 
 pub use reuseport::{bind_reuseport_std, reuseport_listeners};
 pub use tcp_listener::{Incoming, TcpListener};
 pub use tcp_stream::TcpStream;
 pub use udp::UdpSocket;
 pub use unix::{UnixIncoming, UnixListener, UnixStream};
+pub use unix_datagram::UnixDatagram;
 
 pub(crate) use tcp_listener::accept_raw;
