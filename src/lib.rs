@@ -30,7 +30,8 @@
 //! - [`sync`]: channels ([`sync::mpsc`] across threads), select, mutex, semaphore, events.
 //! - [`net`]: [`TcpListener`](net::TcpListener), [`TcpStream`](net::TcpStream),
 //!   [`UdpSocket`](net::UdpSocket), [`UnixListener`](net::UnixListener),
-//!   [`UnixStream`](net::UnixStream), `SO_REUSEPORT` listeners
+//!   [`UnixStream`](net::UnixStream), [`UnixDatagram`](net::UnixDatagram),
+//!   `SO_REUSEPORT` listeners
 //!   ([`reuseport_listeners`](net::reuseport_listeners)).
 //! - `blocking`: [`spawn_blocking`], the pool for calls that would block the
 //!   thread (files, name resolution, heavy computation).
