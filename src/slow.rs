@@ -23,7 +23,8 @@
 //! until a scheduler resumes a task again (or five seconds pass, which
 //! covers a resume that began just as it decided to park), so an idle
 //! process sees one wake-up every five seconds instead of four per
-//! threshold.
+//! threshold; with no scheduler left at all (after `run` returned) it
+//! sleeps until one starts.
 //!
 //! The clock is wall time, not CPU time: on a machine short of cores, a
 //! thread the kernel switched out in the middle of a resume can trip the
@@ -68,7 +69,7 @@ pub fn set_slow_task_threshold(threshold: Option<Duration>) {
     let ns = threshold.map_or(OFF, |d| u64::try_from(d.as_nanos()).unwrap_or(OFF - 1));
     THRESHOLD_NS.store(ns, Ordering::Relaxed);
     // Let a parked monitor pick up the new setting.
-    if let Some(m) = MONITOR.get() {
+    if let Some(Some(m)) = MONITOR.get() {
         m.unpark();
     }
 }
@@ -165,8 +166,8 @@ pub(crate) struct Flag {
 
 /// The monitor parks when this is set; a resume wakes it.
 static PARKED: AtomicBool = AtomicBool::new(false);
-/// The monitor thread, once started.
-static MONITOR: OnceLock<Thread> = OnceLock::new();
+/// The monitor thread, once started (`None` if the system refused it).
+static MONITOR: OnceLock<Option<Thread>> = OnceLock::new();
 /// Every scheduler's watch.
 static WATCHES: Mutex<Vec<Weak<Watch>>> = Mutex::new(Vec::new());
 
@@ -180,11 +181,17 @@ impl Watch {
         all.retain(|w| w.strong_count() > 0);
         all.push(Arc::downgrade(&watch));
         drop(all);
-        if MONITOR.get().is_none() {
-            let _ = std::thread::Builder::new()
+        // Started once (concurrent first registrations wait for it), and
+        // woken in case it parked with nothing to watch.
+        let monitor = MONITOR.get_or_init(|| {
+            std::thread::Builder::new()
                 .name("yieldloop-watch".into())
                 .spawn(monitor)
-                .map(|h| MONITOR.set(h.thread().clone()));
+                .ok()
+                .map(|h| h.thread().clone())
+        });
+        if let Some(m) = monitor {
+            m.unpark();
         }
         watch
     }
@@ -262,7 +269,7 @@ impl Watch {
 #[cold]
 fn wake_monitor() {
     if PARKED.swap(false, Ordering::Relaxed) {
-        if let Some(m) = MONITOR.get() {
+        if let Some(Some(m)) = MONITOR.get() {
             m.unpark();
         }
     }
@@ -311,7 +318,14 @@ fn monitor() {
             }
             None => false,
         });
+        let none_left = all.is_empty();
         drop(all);
+        if none_left {
+            // No scheduler at all: sleep until one registers.
+            std::thread::park();
+            idle_looks = 0;
+            continue;
+        }
         idle_looks = if busy { 0 } else { idle_looks + 1 };
         if idle_looks >= IDLE_LOOKS {
             // Nothing has run for a while: sleep until a resume wakes us
