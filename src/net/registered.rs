@@ -177,7 +177,7 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
 }
 
 /// The deadline a timeout of `t` from now gives, `None` for no timeout.
-fn deadline_in(t: Option<Duration>) -> Option<Instant> {
+pub(crate) fn deadline_in(t: Option<Duration>) -> Option<Instant> {
     t.map(|t| {
         Instant::now()
             .checked_add(t)

@@ -221,11 +221,7 @@ impl UnixDatagram {
     /// [write timeout](Self::set_write_timeout).
     pub fn send_to(&self, buf: &[u8], path: impl AsRef<Path>) -> io::Result<usize> {
         let path = path.as_ref();
-        let deadline = self.inner.write_timeout().map(|t| {
-            Instant::now()
-                .checked_add(t)
-                .unwrap_or_else(crate::time::far_future)
-        });
+        let deadline = super::registered::deadline_in(self.inner.write_timeout());
         let mut backoff = Duration::from_millis(1);
         // Whether the last wait ended with a write readiness event.
         let mut woke_writable = false;
