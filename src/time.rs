@@ -29,11 +29,7 @@ use crate::op::{Op, Resume};
 /// });
 /// ```
 pub fn sleep(duration: Duration) {
-    // A duration too large to add is as good as forever.
-    let deadline = Instant::now()
-        .checked_add(duration)
-        .unwrap_or_else(far_future);
-    sleep_until(deadline);
+    sleep_until(deadline_after(duration));
 }
 
 /// Pauses the calling task until `deadline`; a deadline already past only
@@ -77,6 +73,12 @@ pub fn yield_now() {
         Resume::Ready => {}
         other => drop(other),
     }
+}
+
+/// The instant `d` from now; a duration too large to add is as good as
+/// forever, so it gives [`far_future`] instead of overflowing.
+pub(crate) fn deadline_after(d: Duration) -> Instant {
+    Instant::now().checked_add(d).unwrap_or_else(far_future)
 }
 
 /// An instant about thirty years from now: "never", for deadline arithmetic.

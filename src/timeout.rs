@@ -73,9 +73,7 @@ thread_local! {
 /// });
 /// ```
 pub fn timeout<T>(duration: Duration, f: impl FnOnce() -> T) -> Result<T, Elapsed> {
-    let deadline = Instant::now()
-        .checked_add(duration)
-        .unwrap_or_else(crate::time::far_future);
+    let deadline = crate::time::deadline_after(duration);
     timeout_at(deadline, f)
 }
 

@@ -178,11 +178,7 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
 
 /// The deadline a timeout of `t` from now gives, `None` for no timeout.
 pub(crate) fn deadline_in(t: Option<Duration>) -> Option<Instant> {
-    t.map(|t| {
-        Instant::now()
-            .checked_add(t)
-            .unwrap_or_else(crate::time::far_future)
-    })
+    t.map(crate::time::deadline_after)
 }
 
 fn check_timeout(t: Option<Duration>) -> io::Result<()> {

@@ -420,9 +420,7 @@ impl<T> Receiver<T> {
     ///
     /// Panics if it must pause outside a task.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        let deadline = Instant::now()
-            .checked_add(timeout)
-            .unwrap_or_else(crate::time::far_future);
+        let deadline = crate::time::deadline_after(timeout);
         self.chan.recv_deadline(Some(deadline))
     }
 

@@ -580,9 +580,7 @@ impl<T> Receiver<T> {
     /// );
     /// ```
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        let deadline = Instant::now()
-            .checked_add(timeout)
-            .unwrap_or_else(crate::time::far_future);
+        let deadline = crate::time::deadline_after(timeout);
         self.shared.recv_deadline(Some(deadline))
     }
 

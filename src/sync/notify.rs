@@ -99,9 +99,7 @@ impl Notify {
     ///
     /// As for `wait`.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now()
-            .checked_add(timeout)
-            .unwrap_or_else(crate::time::far_future);
+        let deadline = crate::time::deadline_after(timeout);
         self.wait_deadline(Some(deadline))
     }
 
@@ -237,9 +235,7 @@ impl Event {
     ///
     /// As for `wait`.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now()
-            .checked_add(timeout)
-            .unwrap_or_else(crate::time::far_future);
+        let deadline = crate::time::deadline_after(timeout);
         self.wait_deadline(Some(deadline))
     }
 
