@@ -112,10 +112,7 @@ impl RemoteJoinError {
     /// The panic message, when the payload is a string.
     pub fn panic_message(&self) -> Option<&str> {
         match &self.repr {
-            Repr::Panicked(p) => p
-                .downcast_ref::<&'static str>()
-                .copied()
-                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
+            Repr::Panicked(p) => crate::task::payload_text(&**p),
             Repr::Cancelled(_) => None,
         }
     }

@@ -132,22 +132,17 @@ impl Core {
         }
     }
 
-    /// Files a task that just yielded `op`.
+    /// Files a task that just yielded `op`, an op that waits for something
+    /// (`run_one` puts an `Op::Yield` straight back in the queue itself).
     fn file(&mut self, id: TaskId, op: Op, self_id: u64) {
         let key = id.key;
-        if let Op::Yield = op {
-            // The hottest op: straight back to the queue, no wait token.
-            // (`resume` is `None`, which a resume reads as `Ready`.)
-            self.tasks.run_queue.push((key, id.serial));
-            return;
-        }
         self.tasks.next_token += 1;
         let token = self.tasks.next_token;
         let task = &mut self.tasks.slab[key];
         let waiter = Waiter { key, token };
         task.wait = token;
         let (dir, io, deadline) = match op {
-            Op::Yield => unreachable!("handled above"),
+            Op::Yield => unreachable!("run_one queues a yield without filing it"),
             Op::Wait(deadline) => {
                 task.timer_armed = true;
                 self.timers.insert(deadline, waiter, Fire::Ready);
@@ -546,16 +541,16 @@ impl Scheduler {
             CoroutineResult::Yield(op) => {
                 let task = &mut core.tasks.slab[key];
                 task.running = false;
-                if let (Op::Yield, false) = (&op, task.cancel_requested) {
-                    // The hottest op: straight back to the queue, no wait
-                    // token. (`resume` is `None`, which reads as `Ready`.)
-                    core.tasks.run_queue.push((key, id.serial));
-                } else if task.cancel_requested {
+                if task.cancel_requested {
                     let body = core.remove(key);
                     drop(core);
                     if let Some(body) = body {
                         context::drop_task(body);
                     }
+                } else if let Op::Yield = op {
+                    // The hottest op: straight back to the queue, no wait
+                    // token. (`resume` is `None`, which reads as `Ready`.)
+                    core.tasks.run_queue.push((key, id.serial));
                 } else {
                     core.file(id, op, self.id);
                 }
@@ -587,11 +582,7 @@ impl Scheduler {
         }
         eprintln!(
             "yieldloop: internal error while running task {id}: {}",
-            payload
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-                .unwrap_or("<non-string panic>")
+            task::payload_text(&*payload).unwrap_or("<non-string panic>")
         );
     }
 

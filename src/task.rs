@@ -225,6 +225,15 @@ where
     (co, slot)
 }
 
+/// The message of a panic payload, when it is a string (`panic!("…")` gives
+/// a `&'static str` or a `String`).
+pub(crate) fn payload_text(payload: &(dyn Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
 /// Why a task produced no value.
 ///
 /// A custom error type, not `io::Error`, because callers must be able to
@@ -284,10 +293,7 @@ impl JoinError {
     /// The panic message, when the payload is a string.
     pub fn panic_message(&self) -> Option<&str> {
         match &self.repr {
-            Repr::Panicked(p) => p
-                .downcast_ref::<&'static str>()
-                .copied()
-                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
+            Repr::Panicked(p) => payload_text(&**p),
             Repr::Cancelled => None,
         }
     }
