@@ -11,7 +11,7 @@
 #   REPS_100K [3]   runs per sleepers cell for N = 100,000
 #   REPS_1M [2]     runs per sleepers cell for N = 1,000,000
 #   REPS_1M_ASYNCIO [1]  the same for asyncio, which takes 40-90 s per run there
-#   ECHO_REPS [3]   runs per echo cell
+#   ECHO_REPS [5]   runs per echo cell
 #   ECHO_SECS [3]   measured seconds per echo run (after ECHO_WARMUP [0.5])
 #   CELL_TIMEOUT [180]  seconds before a sleepers run is killed and marked failed
 #   SLEEPERS_NS ["1 1000 10000 100000 1000000"]  task counts (for quick trials)
@@ -39,7 +39,7 @@ REPS=${REPS:-5}
 REPS_100K=${REPS_100K:-3}
 REPS_1M=${REPS_1M:-2}
 REPS_1M_ASYNCIO=${REPS_1M_ASYNCIO:-1}
-ECHO_REPS=${ECHO_REPS:-3}
+ECHO_REPS=${ECHO_REPS:-5}
 ECHO_SECS=${ECHO_SECS:-3}
 ECHO_WARMUP=${ECHO_WARMUP:-0.5}
 CELL_TIMEOUT=${CELL_TIMEOUT:-180}

@@ -477,6 +477,7 @@ fn plot(recs: &[Rec], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
 
 struct EchoCell {
     cpu_ns: Option<Stat>,
+    user_ns: Option<Stat>,
     user_pct: Option<Stat>,
     rps: Option<Stat>,
     p50: Option<Stat>,
@@ -495,6 +496,7 @@ fn echo_cell(recs: &[Rec], server: &str, conns: u64, clk_tck: f64) -> EchoCell {
     let col = |f: &dyn Fn(&Rec) -> f64| stat(ok.iter().map(|r| f(r)).collect());
     EchoCell {
         cpu_ns: col(&|r| (r.f("utime") + r.f("stime")) / clk_tck * 1e9 / r.f("rt_total").max(1.0)),
+        user_ns: col(&|r| r.f("utime") / clk_tck * 1e9 / r.f("rt_total").max(1.0)),
         user_pct: col(&|r| {
             let t = r.f("utime") + r.f("stime");
             if t > 0.0 {
@@ -1185,6 +1187,32 @@ fn markdown(
             let _ = write!(w, " {} |", cell(e.cpu_ns));
         }
         let _ = writeln!(w, " {} |", cell(echo_cell(echo, s, 1, clk_tck).p99));
+    }
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "### Server user CPU per round trip (ns): median (min–max)\n\n\
+         utime alone: the time the server spends in its own code (the runtime and \
+         the echo loop), without the kernel's share of the system calls, which is \
+         the same work for every server. In brackets, the median over the mio loop's.\n"
+    );
+    let _ = write!(w, "| server |");
+    for c in CONNS {
+        let _ = write!(w, " {c} conn{} |", if c == 1 { "" } else { "s" });
+    }
+    let _ = writeln!(w, "\n|---|---:|---:|---:|");
+    for s in SERVERS {
+        let _ = write!(w, "| {s} |");
+        for c in CONNS {
+            let mine = echo_cell(echo, s, c, clk_tck).user_ns;
+            let floor = echo_cell(echo, "mio", c, clk_tck).user_ns;
+            let ratio = match (&mine, &floor) {
+                (Some(a), Some(b)) if b.med > 0.0 => format!(" [×{:.2}]", a.med / b.med),
+                _ => String::new(),
+            };
+            let _ = write!(w, " {}{ratio} |", cell(mine));
+        }
+        let _ = writeln!(w);
     }
     let _ = writeln!(w);
     let _ = writeln!(w, "### All echo measurements: median (min–max)\n");
