@@ -289,8 +289,8 @@ pub(crate) fn prefetch_task(body: usize, sp: usize) {
     let _ = (body, sp);
 }
 
-/// Asks for the cache line holding `p` (any address: a prefetch neither
-/// faults nor changes anything but the cache).
+/// Asks for the cache line holding `addr` (any address: a prefetch
+/// neither faults nor changes anything but the cache).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn prefetch_line(addr: usize) {

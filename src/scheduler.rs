@@ -12,9 +12,10 @@
 //! ```
 //!
 //! The scheduler state sits in a `RefCell` reached through the thread-local
-//! in [`context`](crate::context). A running task is taken out of the task
-//! table while it runs, and no borrow of the state is held across a resume,
-//! so a task can spawn, wake and cancel other tasks freely.
+//! in [`context`](crate::context). A running task stays in the task table,
+//! marked `running` (a cancellation then only flags it), and no borrow of
+//! the state is held across a resume, so a task can spawn, wake and cancel
+//! other tasks freely.
 
 use std::cell::{Cell, RefCell};
 use std::io;
