@@ -494,9 +494,11 @@ fn echo_cell(recs: &[Rec], server: &str, conns: u64, clk_tck: f64) -> EchoCell {
         .collect();
     let ok: Vec<&&Rec> = mine.iter().filter(|r| r.ok()).collect();
     let col = |f: &dyn Fn(&Rec) -> f64| stat(ok.iter().map(|r| f(r)).collect());
+    // Nanoseconds per round trip of a CPU time given in clock ticks.
+    let per_rt = |r: &Rec, ticks: f64| ticks / clk_tck * 1e9 / r.f("rt_total").max(1.0);
     EchoCell {
-        cpu_ns: col(&|r| (r.f("utime") + r.f("stime")) / clk_tck * 1e9 / r.f("rt_total").max(1.0)),
-        user_ns: col(&|r| r.f("utime") / clk_tck * 1e9 / r.f("rt_total").max(1.0)),
+        cpu_ns: col(&|r| per_rt(r, r.f("utime") + r.f("stime"))),
+        user_ns: col(&|r| per_rt(r, r.f("utime"))),
         user_pct: col(&|r| {
             let t = r.f("utime") + r.f("stime");
             if t > 0.0 {
@@ -515,6 +517,15 @@ fn echo_cell(recs: &[Rec], server: &str, conns: u64, clk_tck: f64) -> EchoCell {
             .filter(|r| !r.ok())
             .map(|r| r.reason.clone().unwrap_or_else(|| "failed".into()))
             .collect(),
+    }
+}
+
+/// Starts a per-server table row of the echo connection counts:
+/// `| server | 1 conn | 64 conns | 512 conns |`, left open for more.
+fn conns_header(w: &mut String) {
+    let _ = write!(w, "| server |");
+    for c in CONNS {
+        let _ = write!(w, " {c} conn{} |", if c == 1 { "" } else { "s" });
     }
 }
 
@@ -1173,10 +1184,7 @@ fn markdown(
         m("clk_tck"),
     );
     let _ = writeln!(w, "### Server CPU per round trip (ns): median (min–max)\n");
-    let _ = write!(w, "| server |");
-    for c in CONNS {
-        let _ = write!(w, " {c} conn{} |", if c == 1 { "" } else { "s" });
-    }
+    conns_header(w);
     let _ = writeln!(w, " p99 at 1 conn (µs) |\n|---|---:|---:|---:|---:|");
     let mut echo_failures = Vec::new();
     for s in SERVERS {
@@ -1196,10 +1204,7 @@ fn markdown(
          the echo loop), without the kernel's share of the system calls, which is \
          the same work for every server. In brackets, the median over the mio loop's.\n"
     );
-    let _ = write!(w, "| server |");
-    for c in CONNS {
-        let _ = write!(w, " {c} conn{} |", if c == 1 { "" } else { "s" });
-    }
+    conns_header(w);
     let _ = writeln!(w, "\n|---|---:|---:|---:|");
     for s in SERVERS {
         let _ = write!(w, "| {s} |");
