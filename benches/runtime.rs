@@ -47,7 +47,7 @@ fn yield_handover(c: &mut Criterion) {
 
 fn switch_floor(c: &mut Criterion) {
     use corosensei::{Coroutine, CoroutineResult, Yielder};
-    use yieldloop::{Op, Resume};
+    use yieldloop::raw::{Op, Resume};
     c.bench_function("switch_floor", |b| {
         b.iter_custom(|iters| {
             let mut pair: Vec<Coroutine<Resume, Op, ()>> = (0..2)
@@ -135,10 +135,13 @@ fn timers_10k(c: &mut Criterion) {
     group.finish();
 }
 
+/// A warm round trip through the stack pool (needs the `bench-hooks`
+/// feature: `cargo bench --features bench-hooks`).
+#[cfg(feature = "bench-hooks")]
 fn stack_pool(c: &mut Criterion) {
     c.bench_function("stack_pool", |b| {
-        yieldloop::bench_pool_cycle(yieldloop::DEFAULT_STACK_SIZE).unwrap();
-        b.iter(|| yieldloop::bench_pool_cycle(yieldloop::DEFAULT_STACK_SIZE).unwrap())
+        yieldloop::diag::bench_pool_cycle(yieldloop::DEFAULT_STACK_SIZE).unwrap();
+        b.iter(|| yieldloop::diag::bench_pool_cycle(yieldloop::DEFAULT_STACK_SIZE).unwrap())
     });
 }
 
@@ -148,7 +151,11 @@ criterion_group!(
     switch_floor,
     spawn_join,
     sleep_zero,
-    timers_10k,
-    stack_pool
+    timers_10k
 );
+#[cfg(feature = "bench-hooks")]
+criterion_group!(hooks, stack_pool);
+#[cfg(feature = "bench-hooks")]
+criterion_main!(benches, hooks);
+#[cfg(not(feature = "bench-hooks"))]
 criterion_main!(benches);

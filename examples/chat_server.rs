@@ -27,7 +27,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use yieldloop::net::{TcpListener, TcpStream};
-use yieldloop::ParkToken;
+use yieldloop::raw::ParkToken;
 
 /// Lines a client may have waiting before it counts as too slow.
 const MAX_QUEUED: usize = 1000;
@@ -151,9 +151,9 @@ impl Client {
             if let Some(line) = self.outbox.borrow_mut().pop_front() {
                 return Some(line);
             }
-            let token = yieldloop::park_token();
+            let token = yieldloop::raw::park_token();
             self.waiter.set(Some(token));
-            yieldloop::park(token, None);
+            yieldloop::raw::park(token, None);
         }
     }
 }

@@ -7,7 +7,7 @@
 //! cargo run --example trace_timeline -- toy.trace toy.svg --title "toy loop" --from 0.05 --to 0.06
 //! ```
 //!
-//! The trace is the text `YIELDLOOP_TRACE` or `yieldloop::trace_to_file`
+//! The trace is the text `YIELDLOOP_TRACE` or `yieldloop::diag::trace_to_file`
 //! writes (see `src/trace.rs` for its format). Each task's lane shows what
 //! it was doing at each moment:
 //!

@@ -25,7 +25,7 @@ use std::process;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use yieldloop::{suspend, Op, Resume};
+use yieldloop::raw::{suspend, Op, Resume};
 
 const USAGE: &str = "usage: walkthrough_04_tasks [--scale F]";
 

@@ -49,13 +49,13 @@ fn main() {
         }
     };
     if let Some(path) = &opts.trace {
-        if let Err(e) = yieldloop::trace_to_file(path) {
+        if let Err(e) = yieldloop::diag::trace_to_file(path) {
             eprintln!("walkthrough_06_echo_three_clients: {path}: {e}");
             process::exit(1);
         }
     }
     let result = yieldloop::run(move || demo(opts.clients, opts.lines, opts.gap));
-    yieldloop::trace_off();
+    yieldloop::diag::trace_off();
     if let Err(e) = result {
         eprintln!("walkthrough_06_echo_three_clients: {e}");
         process::exit(1);

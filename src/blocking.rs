@@ -173,7 +173,7 @@ pub struct BlockingPoolStats {
 /// # Examples
 ///
 /// ```
-/// let stats = yieldloop::blocking_pool_stats();
+/// let stats = yieldloop::diag::blocking_pool_stats();
 /// assert!(stats.threads <= stats.max_threads);
 /// ```
 pub fn blocking_pool_stats() -> BlockingPoolStats {

@@ -24,11 +24,11 @@
 
 use std::any::Any;
 use std::fmt;
-use std::io;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use crate::op::Resume;
+use crate::failure::{failure_accessors, Failure};
 use crate::park::{park, park_token, RemoteUnparker};
+use crate::protocol::Resume;
 
 /// Why work handed to another thread produced no value: it panicked, or it
 /// never finished.
@@ -37,6 +37,11 @@ use crate::park::{park, park_token, RemoteUnparker};
 /// [`JoinError`](crate::JoinError): callers must be able to tell a panic
 /// from a cancellation and to get the panic's payload back (to re-raise it
 /// with [`std::panic::resume_unwind`], say).
+///
+/// Work counts as cancelled when it never finished: it was dropped before
+/// it ran (no thread could be started for it, or its runtime shut down), it
+/// was cancelled at a pause by a runtime shutting down, or the task waiting
+/// for it is itself being torn down.
 ///
 /// # Examples
 ///
@@ -50,79 +55,30 @@ use crate::park::{park, park_token, RemoteUnparker};
 /// });
 /// ```
 pub struct RemoteJoinError {
-    repr: Repr,
+    failure: Failure,
 }
 
-enum Repr {
-    Panicked(Box<dyn Any + Send + 'static>),
-    /// The work was dropped before it produced a value; the text says why.
-    Cancelled(&'static str),
-}
+failure_accessors!(RemoteJoinError, "work");
 
 impl RemoteJoinError {
     pub(crate) fn panicked(payload: Box<dyn Any + Send + 'static>) -> RemoteJoinError {
         RemoteJoinError {
-            repr: Repr::Panicked(payload),
+            failure: Failure::Panicked(payload),
         }
     }
 
     pub(crate) fn cancelled(why: &'static str) -> RemoteJoinError {
         RemoteJoinError {
-            repr: Repr::Cancelled(why),
-        }
-    }
-
-    /// True if the work panicked.
-    pub fn is_panic(&self) -> bool {
-        matches!(self.repr, Repr::Panicked(_))
-    }
-
-    /// True if the work never finished: it was dropped before it ran (no
-    /// thread could be started for it, or its runtime shut down), it was
-    /// cancelled at a pause by a runtime shutting down, or the task waiting
-    /// for it is itself being torn down.
-    pub fn is_cancelled(&self) -> bool {
-        matches!(self.repr, Repr::Cancelled(_))
-    }
-
-    /// The panic payload, or the error back if the work did not panic.
-    ///
-    /// # Errors
-    ///
-    /// Returns `self` if the work was cancelled.
-    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, RemoteJoinError> {
-        match self.repr {
-            Repr::Panicked(p) => Ok(p),
-            Repr::Cancelled(_) => Err(self),
-        }
-    }
-
-    /// The panic payload.
-    ///
-    /// # Panics
-    ///
-    /// Panics if the work was cancelled rather than panicking.
-    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
-        match self.try_into_panic() {
-            Ok(p) => p,
-            Err(e) => panic!("RemoteJoinError::into_panic on cancelled work ({e})"),
-        }
-    }
-
-    /// The panic message, when the payload is a string.
-    pub fn panic_message(&self) -> Option<&str> {
-        match &self.repr {
-            Repr::Panicked(p) => crate::task::payload_text(&**p),
-            Repr::Cancelled(_) => None,
+            failure: Failure::Cancelled(why),
         }
     }
 }
 
 impl fmt::Display for RemoteJoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.repr {
-            Repr::Cancelled(why) => write!(f, "cancelled: {why}"),
-            Repr::Panicked(_) => match self.panic_message() {
+        match &self.failure {
+            Failure::Cancelled(why) => write!(f, "cancelled: {why}"),
+            Failure::Panicked(_) => match self.panic_message() {
                 Some(m) => write!(f, "panicked: {m}"),
                 None => f.write_str("panicked"),
             },
@@ -132,18 +88,12 @@ impl fmt::Display for RemoteJoinError {
 
 impl fmt::Debug for RemoteJoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.repr {
-            Repr::Cancelled(why) => write!(f, "RemoteJoinError::Cancelled({why:?})"),
-            Repr::Panicked(_) => write!(f, "RemoteJoinError::Panicked({:?})", self.panic_message()),
+        match &self.failure {
+            Failure::Cancelled(why) => write!(f, "RemoteJoinError::Cancelled({why:?})"),
+            Failure::Panicked(_) => {
+                write!(f, "RemoteJoinError::Panicked({:?})", self.panic_message())
+            }
         }
-    }
-}
-
-impl std::error::Error for RemoteJoinError {}
-
-impl From<RemoteJoinError> for io::Error {
-    fn from(e: RemoteJoinError) -> io::Error {
-        io::Error::other(e.to_string())
     }
 }
 
@@ -206,7 +156,7 @@ impl<T> Handoff<T> {
     /// Waits for the outcome: parks the calling task, or blocks the thread
     /// when called outside any task.
     pub(crate) fn wait(&self) -> Result<T, RemoteJoinError> {
-        if crate::task::current_id().is_some() {
+        if crate::spawn::current_id().is_some() {
             self.wait_in_task()
         } else {
             self.wait_blocking()

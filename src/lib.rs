@@ -2,8 +2,8 @@
 //!
 //! A yieldloop task is an ordinary closure running on its own stack. When it
 //! has to wait, for a timer, a socket, or another task, it hands the
-//! scheduler an [`Op`] saying what it waits for and pauses; the scheduler
-//! resumes it with a [`Resume`] answer once that has happened. It is the
+//! scheduler an [`Op`](raw::Op) saying what it waits for and pauses; the
+//! scheduler resumes it with a [`Resume`](raw::Resume) answer once that has happened. It is the
 //! generator model of Python's first event loops (`yield` an instruction,
 //! get the result `send`-ed back) with no `async` colouring: a pause can
 //! happen anywhere in a call chain, so `BufReader::read_line` on a socket
@@ -15,31 +15,30 @@
 //!
 //! # Layout
 //!
-//! - [`op`](Op): the protocol, [`Op`] and [`Resume`].
-//! - `context`: the thread-local current scheduler and task, and [`suspend`].
-//! - `scheduler`: the task table, run queue and the loop.
-//! - `task`: [`TaskId`], [`JoinHandle`], [`JoinError`], [`Builder`], [`spawn`].
-//! - `timer`: the deadline heap.
-//! - `reactor`: `mio::Poll` and readiness dispatch; `timerfd`: precise wake-ups.
-//! - `stack`: the pool of guarded stacks; `overflow`: reports of overflows.
-//! - `slow`: the warning about tasks that hold the thread too long.
-//! - `park`: [`ParkToken`], the building block of waiting primitives.
-//! - `time`: [`sleep`], [`sleep_until`], [`yield_now`].
-//! - `timeout`: [`timeout`], [`timeout_at`]: deadlines around any code.
-//! - `trace`: the scheduler trace ([`trace_to_stderr`], `YIELDLOOP_TRACE=1`).
-//! - [`sync`]: channels ([`sync::mpsc`] across threads), select, mutex, semaphore, events.
-//! - [`net`]: [`TcpListener`](net::TcpListener), [`TcpStream`](net::TcpStream),
-//!   [`UdpSocket`](net::UdpSocket), [`UnixListener`](net::UnixListener),
-//!   [`UnixStream`](net::UnixStream), [`UnixDatagram`](net::UnixDatagram),
-//!   `SO_REUSEPORT` listeners
-//!   ([`reuseport_listeners`](net::reuseport_listeners)).
-//! - `blocking`: [`spawn_blocking`], the pool for calls that would block the
-//!   thread (files, name resolution, heavy computation).
-//! - `runtime`: [`Runtime`], thread-per-core: one scheduler per worker
-//!   thread, work handed over with [`Runtime::spawn_on`]. Tasks never move
-//!   between threads.
-//! - `handoff`: a value crossing threads to a parked task
-//!   ([`BlockingHandle`], [`WorkerHandle`], [`RemoteJoinError`]).
+//! The modules stand in layers; each uses only the layers below it (a test,
+//! `tests/layering.rs`, holds the code to this).
+//!
+//! 1. Plain data. `protocol`: the ids ([`TaskId`], wait tokens,
+//!    [`IoId`](raw::IoId), scheduler ids, [`ParkToken`](raw::ParkToken)) and
+//!    the protocol, [`Op`](raw::Op) and [`Resume`](raw::Resume); `failure`:
+//!    why a task produced no value.
+//! 2. Mechanisms. `timer`: the deadline heap. `reactor`: `mio::Poll`, the
+//!    registered sockets, the accepts it performs, wake-ups from other
+//!    threads, the precise `timerfd`. `stack`: the pool of guarded stacks
+//!    and the report of an overflow. `trace`: the scheduler trace.
+//!    `slow_task`: the warning about tasks that hold the thread too long.
+//! 3. Tasks and their scheduler. `task`: a task's coroutine and context at
+//!    the top of its stack, and the thread-local of the running task.
+//!    `scheduler`: the task table, filing each `Op`, and the loop.
+//! 4. The blocking-style surface. `suspend` ([`raw::suspend`]), `timeout`
+//!    ([`timeout()`], [`timeout_at`]), `time` ([`sleep`], [`yield_now`]),
+//!    `park` ([`raw::park`]), `spawn` ([`spawn()`], [`JoinHandle`],
+//!    [`Builder`], [`run`]), [`net`], [`sync`], `blocking`
+//!    ([`spawn_blocking`]), `handoff` and `runtime` ([`Runtime`],
+//!    thread-per-core: one scheduler per worker thread; tasks never move
+//!    between threads).
+//! 5. This root: the everyday calls; [`raw`], the protocol for building
+//!    your own primitives; [`diag`], tuning and diagnostics.
 //!
 //! # Example
 //!
@@ -63,43 +62,41 @@
 //! assert!(start.elapsed() < Duration::from_millis(290));
 //! ```
 
+// Layer 1: plain data.
+mod failure;
+mod protocol;
+// Layer 2: mechanisms.
+mod reactor;
+mod slow_task;
+mod stack;
+mod timer;
+mod trace;
+// Layer 3: tasks and their scheduler.
+mod scheduler;
+mod task;
+// Layer 4: the blocking-style surface.
 mod blocking;
-mod context;
 mod handoff;
 pub mod net;
-mod op;
-mod overflow;
 mod park;
-mod reactor;
 mod runtime;
-mod scheduler;
-mod slow;
-mod stack;
+mod spawn;
+mod suspend;
 pub mod sync;
-mod task;
 mod time;
 mod timeout;
-mod timer;
-mod timerfd;
-mod trace;
+// Layer 5: the public faces.
+pub mod diag;
+pub mod raw;
 
-pub use blocking::{
-    blocking_pool_stats, set_blocking_idle_timeout, set_blocking_max_threads, spawn_blocking,
-    BlockingHandle, BlockingPoolStats, DEFAULT_BLOCKING_IDLE_TIMEOUT, DEFAULT_BLOCKING_MAX_THREADS,
-};
-pub use context::suspend;
+pub use blocking::{spawn_blocking, BlockingHandle};
 pub use handoff::RemoteJoinError;
-pub use op::{IoId, Op, Resume};
-pub use park::{park, park_token, ParkToken, RemoteUnparker};
+pub use protocol::TaskId;
 pub use runtime::{Runtime, RuntimeBuilder, WorkerHandle};
-pub use slow::{set_slow_task_threshold, slow_task_threshold};
-pub use stack::{bench_pool_cycle, guards_use_madvise, pool_stats, PoolStats};
-pub use task::{
-    current_id, spawn, Builder, JoinError, JoinHandle, TaskId, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
-};
+pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
+pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 pub use time::{sleep, sleep_until, yield_now};
 pub use timeout::{timeout, timeout_at, Elapsed};
-pub use trace::{trace_off, trace_to_file, trace_to_stderr};
 
 /// Runs `f` as the main task of a new scheduler on this thread, drives the
 /// loop until `f` returns, and returns its value, like Python's
@@ -130,7 +127,7 @@ where
     F: FnOnce() -> T + 'static,
     T: 'static,
 {
-    scheduler::run_main(f)
+    spawn::run(f)
 }
 
 #[cfg(doctest)]

@@ -331,7 +331,7 @@ where
     match panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => completer.complete(Ok(v)),
         Err(payload) => {
-            if crate::context::forced_unwind() {
+            if crate::task::forced_unwind() {
                 // The scheduler is tearing the task down (a shutdown): let
                 // the unwind go on; dropping the completer reports it.
                 panic::resume_unwind(payload);
@@ -374,7 +374,10 @@ fn worker_main(inbox: &Inbox, stack_size: usize) {
         }
         for job in jobs {
             // Without a stack the job is dropped, which tells its handle.
-            if let Err(e) = crate::Builder::new().stack_size(stack_size).spawn(job) {
+            if let Err(e) = crate::spawn::Builder::new()
+                .stack_size(stack_size)
+                .spawn(job)
+            {
                 eprintln!("yieldloop: runtime worker cannot start a task: {e}");
             }
         }
@@ -408,7 +411,7 @@ impl Default for RuntimeBuilder {
             workers: None,
             pin: false,
             name: "yieldloop-worker".into(),
-            stack_size: crate::DEFAULT_STACK_SIZE,
+            stack_size: crate::stack::DEFAULT_STACK_SIZE,
         }
     }
 }
@@ -525,7 +528,7 @@ fn worker_thread(
     CURRENT_WORKER.with(|c| c.set(Some(index)));
     let inbox = inbox.clone();
     let ready = ready.clone();
-    crate::run(move || {
+    crate::spawn::run(move || {
         let _ = ready.send(Ok(()));
         drop(ready);
         worker_main(&inbox, stack_size);

@@ -1,554 +1,383 @@
-//! Tasks: their ids, the scheduler's record of each one, and the handles
-//! (`JoinHandle`, `Builder`) users hold.
+//! A task's own memory and the thread-local of the running task.
+//!
+//! Each task's coroutine and context live in one block at the top of its
+//! own stack, its [`TaskHeader`]. The scheduler resumes the coroutine in
+//! place ([`resume_task`]); code running in the task finds its context
+//! through the thread-local `CURRENT`, and pauses through
+//! [`TaskContext::pause`], which reaches the coroutine's [`Yielder`] by a
+//! raw pointer kept in the context. That is why this module holds the
+//! crate's main `unsafe`. The rules that keep the pointers valid are all
+//! enforced in this file:
+//!
+//! * a header's address never changes while its task lives;
+//! * `CURRENT` points at the running task's context only while
+//!   [`resume_task`] or [`drop_task`] runs that task, and is cleared (or
+//!   restored) before they return, so code on the scheduler's own stack
+//!   never sees a task context at all;
+//! * a task stores its yielder pointer in its context when its body starts
+//!   ([`enter_task`]). The yielder lives on the coroutine's own stack, which
+//!   stays mapped for as long as the coroutine exists, and it is only
+//!   dereferenced from code running on that very stack.
+//!
+//! ```text
+//!   top of the task's stack ─▶ ┌──────────────────────────────┐
+//!                              │ TaskHeader                    │
+//!                              │   co: the corosensei coroutine │
+//!                              │   cx: TaskContext (id, guard,  │
+//!                              │       yielder, timeout scope)  │
+//!                              ├──────────────────────────────┤
+//!                              │ the task's frames, growing ▼  │
+//! ```
 
-use std::any::Any;
-use std::cell::RefCell;
-use std::fmt;
-use std::io;
-use std::panic::{self, AssertUnwindSafe};
-use std::rc::Rc;
+use std::cell::Cell;
+use std::ptr::{self, NonNull};
 
-use corosensei::{Coroutine, Yielder};
+use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use crate::context;
-use crate::op::{Op, Resume};
-use crate::stack::PooledStack;
+use crate::protocol::{Op, Resume, TaskId};
+use crate::stack::{GuardInfo, PooledStack};
 
 /// The coroutine type every task runs in: resumed with [`Resume`], yields
-/// [`Op`], returns nothing (the task's value goes to its [`JoinHandle`]).
+/// [`Op`], returns nothing (the task's value goes wherever its body puts it).
 pub(crate) type TaskCoroutine = Coroutine<Resume, Op, (), PooledStack>;
 
-/// The default stack size of a task: 256 KiB.
-///
-/// Stacks are reserved, not committed: a task only costs the pages it
-/// actually touches (one or two for a typical I/O task), so a generous size
-/// costs address space, not memory. 256 KiB is deep enough for formatting,
-/// panics with backtraces and a few levels of buffered readers and parsers,
-/// and small enough that a million tasks reserve 256 GiB of the 128 TiB
-/// address space. Use [`Builder::stack_size`] for deep recursion.
-pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
-
-/// The smallest stack size [`Builder::stack_size`] accepts (16 KiB); smaller
-/// requests are raised to it, since unwinding a panic alone needs several KiB.
-pub const MIN_STACK_SIZE: usize = 16 * 1024;
-
-/// Identifies a task on its scheduler.
-///
-/// Ids are never reused within one [`run`](crate::run): the serial number
-/// grows with every spawn, so an id held after its task ended cannot name a
-/// newer task that happens to occupy the same table slot.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TaskId {
-    /// Slot in the scheduler's task table.
-    pub(crate) key: usize,
-    /// Spawn serial number; tells apart the tasks that used the same slot.
-    pub(crate) serial: u64,
+/// A coroutine on `stack` that runs `body` as a task: it first records its
+/// yielder ([`enter_task`]), so [`TaskContext::pause`] can find it.
+pub(crate) fn new_coroutine(stack: PooledStack, body: impl FnOnce() + 'static) -> TaskCoroutine {
+    Coroutine::with_stack(stack, move |yielder: &Yielder<Resume, Op>, _first| {
+        enter_task(yielder);
+        body();
+    })
 }
 
-impl TaskId {
-    /// The task's serial number: 1 for the main task, then one more for each
-    /// task spawned on this scheduler.
-    pub fn as_u64(self) -> u64 {
-        self.serial
-    }
+thread_local! {
+    /// The running (or unwinding) task's context; null while the scheduler
+    /// itself runs. One word, written twice per resume.
+    static CURRENT: Cell<*const TaskContext> = const { Cell::new(ptr::null()) };
+    /// True while the scheduler tears a task down; tells a task's body that a
+    /// caught unwind is the coroutine's forced unwind and must go on.
+    static FORCED_UNWIND: Cell<bool> = const { Cell::new(false) };
 }
 
-impl fmt::Debug for TaskId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TaskId({})", self.serial)
-    }
+/// An active `timeout` scope: its deadline and the id its expiry carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Scope {
+    pub(crate) deadline: std::time::Instant,
+    pub(crate) id: u64,
 }
 
-impl fmt::Display for TaskId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.serial)
-    }
-}
-
-/// A wait registration: "wake task `key` if it is still in wait `token`".
-///
-/// Every time a task pauses it gets a fresh token, unique on its scheduler.
-/// Timers, socket waiter lists and join lists keep a `Waiter`, and a wake-up
-/// only takes effect if the task is still waiting under that very token, so a
-/// timer that fires after its task moved on (or after its slot was reused)
-/// does nothing: stale wake-ups are impossible by construction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Waiter {
-    pub(crate) key: usize,
-    pub(crate) token: u64,
-}
-
-/// The scheduler's record of one live task.
-pub(crate) struct Task {
+/// What code running in a task needs to know about itself: kept in the
+/// task's [`TaskHeader`], so it needs no saving and restoring around each pause.
+#[derive(Debug)]
+pub(crate) struct TaskContext {
+    /// Where the guard page is, for stack-overflow reports.
+    pub(crate) guard: GuardInfo,
     pub(crate) id: TaskId,
-    /// Name given with [`Builder::name`], for messages.
-    pub(crate) name: Option<Rc<str>>,
-    /// The coroutine and the context its code reads, at a fixed address:
-    /// the scheduler resumes the coroutine in place. `None` only once the
-    /// task has been taken out of the table.
-    pub(crate) body: Option<context::BodyBox>,
-    /// True while the coroutine runs (a cancellation then only marks it).
-    pub(crate) running: bool,
-    /// Token of the wait the task is parked in.
-    /// # Invariant
-    /// 0 exactly when the task is running or queued to run.
-    pub(crate) wait: u64,
-    /// True while a timer entry for the current wait sits in the heap, so
-    /// the heap can count entries that went stale.
-    pub(crate) timer_armed: bool,
-    /// The answer to send at the next resume.
-    pub(crate) resume: Option<Resume>,
-    /// Tasks waiting in [`Op::Join`] for this one.
-    pub(crate) joiners: Joiners,
-    /// Set by a cancellation of the running task: it is torn down at its
-    /// next pause.
-    pub(crate) cancel_requested: bool,
+    /// The coroutine's yielder, set when the body starts.
+    yielder: Cell<*const Yielder<Resume, Op>>,
+    /// The task's earliest active [`crate::timeout`] scope.
+    scope: Cell<Option<Scope>>,
+    /// About where the stack pointer was when the task last paused (the
+    /// address of a local of [`TaskContext::pause`]), or 0 before the first pause:
+    /// the frames a resume returns through lie just around it.
+    paused_sp: Cell<usize>,
 }
 
-impl fmt::Debug for Task {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Task")
-            .field("id", &self.id)
-            .field("name", &self.name)
-            .field("wait", &self.wait)
-            .finish_non_exhaustive()
-    }
+/// A task's coroutine and context, in one block whose address is fixed for
+/// the task's life: the scheduler resumes the coroutine in place while the
+/// task table may grow, and the thread-local points at the context while
+/// the task runs. The block sits at the top of the task's own stack (see
+/// [`PooledStack::reserve_top`](crate::stack::PooledStack::reserve_top)),
+/// so a task costs no allocation of its own.
+pub(crate) struct TaskHeader {
+    /// Declared first, so it is dropped (and unwound) while `cx` is intact.
+    co: TaskCoroutine,
+    cx: TaskContext,
 }
 
-/// The tasks waiting for one task's end. Nearly always one (its handle's
-/// owner), so the first is kept inline: no allocation for a plain join, and
-/// the rest (boxed) cost the task record one word.
-#[derive(Debug, Default)]
-pub(crate) struct Joiners {
-    first: Option<Waiter>,
-    rest: Option<Box<MoreJoiners>>,
-}
+/// The owner of a task's [`TaskHeader`]. Dropping it drops the coroutine; use
+/// [`drop_task`] for one that may be suspended.
+pub(crate) struct OwnedHeader(NonNull<TaskHeader>);
 
-/// The joiners after the first, behind one pointer: a `Vec` inline would
-/// add two words to every task record for a list that is nearly always
-/// empty.
-#[derive(Debug, Default)]
-struct MoreJoiners(Vec<Waiter>);
+impl OwnedHeader {
+    /// Bytes to reserve at the top of a task's stack for its body.
+    pub(crate) const SIZE: usize = std::mem::size_of::<TaskHeader>();
 
-impl Joiners {
-    pub(crate) fn push(&mut self, w: Waiter) {
-        if self.first.is_none() {
-            self.first = Some(w);
-        } else {
-            self.rest.get_or_insert_with(Default::default).0.push(w);
-        }
-    }
-
-    /// Takes them all, in the order they came.
-    pub(crate) fn take(&mut self) -> impl Iterator<Item = Waiter> {
-        let first = self.first.take();
-        let rest = self.rest.take().map(|b| b.0).unwrap_or_default();
-        first.into_iter().chain(rest)
-    }
-}
-
-/// Where a task leaves its outcome for its [`JoinHandle`].
-pub(crate) struct JoinSlot<T> {
-    result: RefCell<Option<Result<T, JoinError>>>,
-    /// Stays true after the result has been taken.
-    finished: std::cell::Cell<bool>,
-}
-
-impl<T> JoinSlot<T> {
-    fn new() -> Self {
-        JoinSlot {
-            result: RefCell::new(None),
-            finished: std::cell::Cell::new(false),
-        }
-    }
-
-    fn set(&self, r: Result<T, JoinError>) {
-        if !self.finished.replace(true) {
-            *self.result.borrow_mut() = Some(r);
-        }
-    }
-
-    pub(crate) fn take(&self) -> Option<Result<T, JoinError>> {
-        self.result.borrow_mut().take()
-    }
-}
-
-/// Owned by the task's body: records `Cancelled` if the body is dropped or
-/// unwound before it stored a result, so a join never waits for nothing.
-struct Outcome<T> {
-    slot: Rc<JoinSlot<T>>,
-    id: TaskId,
-}
-
-impl<T> Drop for Outcome<T> {
-    fn drop(&mut self) {
-        self.slot.set(Err(JoinError {
-            id: self.id,
-            repr: Repr::Cancelled,
-        }));
-    }
-}
-
-/// Builds the coroutine for a task running `f`, and the slot its outcome
-/// goes to.
-pub(crate) fn make_task<F, T>(
-    id: TaskId,
-    stack: PooledStack,
-    f: F,
-) -> (TaskCoroutine, Rc<JoinSlot<T>>)
-where
-    F: FnOnce() -> T + 'static,
-    T: 'static,
-{
-    let slot = Rc::new(JoinSlot::new());
-    let outcome = Outcome {
-        slot: slot.clone(),
-        id,
-    };
-    let co = Coroutine::with_stack(stack, move |yielder: &Yielder<Resume, Op>, _first| {
-        context::enter_task(yielder);
-        let outcome = outcome;
-        match panic::catch_unwind(AssertUnwindSafe(f)) {
-            Ok(value) => outcome.slot.set(Ok(value)),
-            Err(payload) => {
-                if context::forced_unwind() {
-                    // The coroutine's own teardown: let it reach the root.
-                    panic::resume_unwind(payload);
-                }
-                outcome.slot.set(Err(JoinError {
+    /// Writes a body for `co` at `at`.
+    ///
+    /// # Safety
+    ///
+    /// `at` must come from `reserve_top(OwnedHeader::SIZE)` on the very stack
+    /// that `co` runs on, so that the area stays valid exactly as long as
+    /// the coroutine holds its stack.
+    pub(crate) unsafe fn new_in(
+        at: NonNull<u8>,
+        co: TaskCoroutine,
+        id: TaskId,
+        guard: GuardInfo,
+    ) -> OwnedHeader {
+        let at = at.cast::<TaskHeader>();
+        const { assert!(std::mem::align_of::<TaskHeader>() <= 64) };
+        // SAFETY: by the contract, `at` points at OwnedHeader::SIZE writable
+        // bytes, 64-aligned (enough for TaskHeader), that nothing else uses.
+        unsafe {
+            at.as_ptr().write(TaskHeader {
+                co,
+                cx: TaskContext {
+                    guard,
                     id,
-                    repr: Repr::Panicked(payload),
-                }));
-            }
+                    yielder: Cell::new(ptr::null()),
+                    scope: Cell::new(None),
+                    paused_sp: Cell::new(0),
+                },
+            });
         }
-    });
-    (co, slot)
+        OwnedHeader(at)
+    }
+
+    /// The body's address, for [`resume_task`].
+    pub(crate) fn as_ptr(&self) -> NonNull<TaskHeader> {
+        self.0
+    }
 }
 
-/// The message of a panic payload, when it is a string (`panic!("…")` gives
-/// a `&'static str` or a `String`).
-pub(crate) fn payload_text(payload: &(dyn Any + Send)) -> Option<&str> {
-    payload
-        .downcast_ref::<&'static str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+impl Drop for OwnedHeader {
+    fn drop(&mut self) {
+        let p = self.0.as_ptr();
+        // SAFETY: `p` was written by `new_in` and this is its only owner,
+        // dropped once. The coroutine is dropped in place through the raw
+        // pointer, because unwinding it runs task code that reads `cx`
+        // through the thread-local's pointer. Dropping it returns its
+        // stack, and with it the memory of this body, to the pool: nothing
+        // touches the body after this line (`cx` needs no drop).
+        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*p).co)) };
+    }
 }
 
-/// Why a task produced no value.
+impl std::fmt::Debug for OwnedHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OwnedHeader")
+    }
+}
+
+/// The running task's context, if a task runs and is not being torn down.
+#[inline]
+fn running_cx() -> Option<&'static TaskContext> {
+    let cx = CURRENT.with(Cell::get);
+    // SAFETY: a non-null CURRENT points at the context of the task whose
+    // coroutine is running (or being torn down) on this thread: set by
+    // `resume_task`/`drop_task` from a live body and cleared (restored)
+    // before that call returns, so the body outlives every use made of it
+    // from the task's own stack. The `'static` never escapes this module's
+    // callers, which use it within the task's run.
+    unsafe { cx.as_ref() }
+}
+
+/// The running task's earliest timeout scope.
+pub(crate) fn scope() -> Option<Scope> {
+    running_cx().and_then(|cx| cx.scope.get())
+}
+
+/// Replaces the running task's timeout scope, returning the old one.
+pub(crate) fn set_scope(scope: Option<Scope>) -> Option<Scope> {
+    running_cx().and_then(|cx| cx.scope.replace(scope))
+}
+
+impl TaskContext {
+    /// The task's earliest active timeout scope.
+    #[inline]
+    pub(crate) fn scope(&self) -> Option<Scope> {
+        self.scope.get()
+    }
+
+    /// Switches to the scheduler with `op` and returns the answer it
+    /// resumes the task with. Only [`suspend`](crate::raw::suspend) calls
+    /// this, with the context [`with_running`] gave it, after checking
+    /// that the task is not unwinding.
+    #[inline]
+    pub(crate) fn pause(&self, op: Op) -> Resume {
+        let yielder = self.yielder.get();
+        assert!(
+            !yielder.is_null(),
+            "yieldloop: suspend before the task started"
+        );
+        // Only the address is kept (for `prefetch_task`), never dereferenced.
+        let here = 0u8;
+        self.paused_sp
+            .set(std::hint::black_box(ptr::addr_of!(here)) as usize);
+        // SAFETY: the pointer was stored by `enter_task` from the `&Yielder`
+        // this task's coroutine was started with. That yielder lives on the
+        // coroutine's stack, which is the stack we are running on now
+        // (`self` is the running task's context, handed out by
+        // `with_running`, and `pause` runs on the task's stack), so it is
+        // alive for the whole call.
+        unsafe { (*yielder).suspend(op) }
+    }
+}
+
+/// Runs `f` with the running task's context, or `None` when no task runs
+/// on this thread.
+#[inline]
+pub(crate) fn with_running<R>(f: impl FnOnce(Option<&TaskContext>) -> R) -> R {
+    f(running_cx())
+}
+
+/// Where the task of `body` last paused: see [`prefetch_task`].
 ///
-/// A custom error type, not `io::Error`, because callers must be able to
-/// tell the two endings apart and to get a panic's payload back (for
-/// example to re-raise it with [`std::panic::resume_unwind`]).
-pub struct JoinError {
-    id: TaskId,
-    repr: Repr,
-}
-
-enum Repr {
-    Panicked(Box<dyn Any + Send + 'static>),
-    Cancelled,
-}
-
-impl JoinError {
-    /// The id of the task that failed.
-    pub fn id(&self) -> TaskId {
-        self.id
-    }
-
-    /// True if the task panicked.
-    pub fn is_panic(&self) -> bool {
-        matches!(self.repr, Repr::Panicked(_))
-    }
-
-    /// True if the task was cancelled (see [`JoinHandle::cancel`]) or torn
-    /// down because [`run`](crate::run) ended before it finished.
-    pub fn is_cancelled(&self) -> bool {
-        matches!(self.repr, Repr::Cancelled)
-    }
-
-    /// The panic payload, or the error back if the task was cancelled.
-    ///
-    /// # Errors
-    ///
-    /// Returns `self` if the task did not panic.
-    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
-        match self.repr {
-            Repr::Panicked(p) => Ok(p),
-            Repr::Cancelled => Err(self),
-        }
-    }
-
-    /// The panic payload.
-    ///
-    /// # Panics
-    ///
-    /// Panics if the task was cancelled rather than panicking.
-    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
-        match self.try_into_panic() {
-            Ok(p) => p,
-            Err(e) => panic!("JoinError::into_panic on a cancelled task ({e})"),
-        }
-    }
-
-    /// The panic message, when the payload is a string.
-    pub fn panic_message(&self) -> Option<&str> {
-        match &self.repr {
-            Repr::Panicked(p) => payload_text(&**p),
-            Repr::Cancelled => None,
-        }
-    }
-}
-
-impl fmt::Display for JoinError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.repr {
-            Repr::Cancelled => write!(f, "task {} was cancelled", self.id),
-            Repr::Panicked(_) => match self.panic_message() {
-                Some(m) => write!(f, "task {} panicked: {m}", self.id),
-                None => write!(f, "task {} panicked", self.id),
-            },
-        }
-    }
-}
-
-impl fmt::Debug for JoinError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.repr {
-            Repr::Cancelled => write!(f, "JoinError::Cancelled({})", self.id),
-            Repr::Panicked(_) => write!(
-                f,
-                "JoinError::Panicked({}, {:?})",
-                self.id,
-                self.panic_message()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for JoinError {}
-
-impl From<JoinError> for io::Error {
-    fn from(e: JoinError) -> io::Error {
-        io::Error::other(e.to_string())
-    }
-}
-
-/// An owned permission to wait for a task's value.
+/// # Safety
 ///
-/// Dropping the handle detaches the task: it keeps running, and its value is
-/// dropped when it ends.
-///
-/// A handle is tied to the thread its task runs on:
-///
-/// ```compile_fail
-/// fn needs_send<T: Send>(_: T) {}
-/// yieldloop::run(|| {
-///     let handle = yieldloop::spawn(|| 1);
-///     needs_send(handle);
-/// });
-/// ```
-pub struct JoinHandle<T> {
-    id: TaskId,
-    slot: Rc<JoinSlot<T>>,
+/// `body` must be a live body.
+pub(crate) unsafe fn paused_sp(body: NonNull<TaskHeader>) -> usize {
+    // SAFETY: the body is live by the contract; `paused_sp` is a plain
+    // `Cell<usize>` that only its own task writes, and that task is paused.
+    unsafe { (*ptr::addr_of!((*body.as_ptr()).cx)).paused_sp.get() }
 }
 
-impl<T> fmt::Debug for JoinHandle<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JoinHandle")
-            .field("id", &self.id)
-            .field("finished", &self.is_finished())
-            .finish()
-    }
-}
-
-impl<T> JoinHandle<T> {
-    pub(crate) fn new(id: TaskId, slot: Rc<JoinSlot<T>>) -> Self {
-        JoinHandle { id, slot }
-    }
-
-    /// The task's id.
-    pub fn id(&self) -> TaskId {
-        self.id
-    }
-
-    /// True once the task has ended, by returning, panicking or being
-    /// cancelled. Never pauses.
-    pub fn is_finished(&self) -> bool {
-        self.slot.finished.get()
-    }
-
-    /// Pauses the calling task until this task ends, and returns its value.
-    ///
-    /// # Errors
-    ///
-    /// A [`JoinError`] when the task panicked (carrying the payload) or was
-    /// cancelled. If the *calling* task is torn down while it waits, `join`
-    /// returns a cancellation error too.
-    ///
-    /// # Panics
-    ///
-    /// Panics if called outside a task while the task has not finished, or
-    /// by the task itself (it could never finish).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// yieldloop::run(|| {
-    ///     let ok = yieldloop::spawn(|| 6 * 7);
-    ///     let bad = yieldloop::spawn(|| -> u32 { panic!("boom") });
-    ///     assert_eq!(ok.join().unwrap(), 42);
-    ///     let err = bad.join().unwrap_err();
-    ///     assert!(err.is_panic());
-    ///     assert_eq!(err.panic_message(), Some("boom"));
-    /// });
-    /// ```
-    pub fn join(self) -> Result<T, JoinError> {
-        if !self.is_finished() && current_id() == Some(self.id) {
-            panic!(
-                "yieldloop: task {} tried to join itself, which can never finish",
-                self.id
-            );
-        }
-        loop {
-            if let Some(result) = self.slot.take() {
-                return result;
-            }
-            if let Resume::Cancelled = crate::suspend(Op::Join(self.id)) {
-                return Err(JoinError {
-                    id: self.id,
-                    repr: Repr::Cancelled,
-                });
-            }
-        }
-    }
-
-    /// Cancels the task: it is unwound from where it is paused, so the
-    /// destructors of everything on its stack run (sockets close, timers and
-    /// waits are dropped), and [`join`](Self::join) returns a
-    /// [`JoinError`] for which [`is_cancelled`](JoinError::is_cancelled) is
-    /// true.
-    ///
-    /// Cancelling a task that has ended does nothing. A task that cancels
-    /// itself goes on running until its next pause (its next `sleep`, read,
-    /// `yield_now`, …) and is unwound there instead of pausing.
-    ///
-    /// # Panics
-    ///
-    /// Panics if called outside a task while the task has not finished.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// yieldloop::run(|| {
-    ///     let sleeper = yieldloop::spawn(|| yieldloop::sleep(Duration::from_secs(3600)));
-    ///     yieldloop::yield_now();
-    ///     sleeper.cancel();
-    ///     assert!(sleeper.join().unwrap_err().is_cancelled());
-    /// });
-    /// ```
-    pub fn cancel(&self) {
-        if self.is_finished() {
-            return;
-        }
-        context::with_scheduler("JoinHandle::cancel", |s| s.cancel(self.id));
-    }
-}
-
-/// Configures a task before spawning it, like [`std::thread::Builder`].
+/// Asks the CPU to start loading what resuming a paused task touches
+/// first: its body at `body` (the coroutine's saved stack pointer) and the
+/// stack around `sp`, where it last paused (see [`paused_sp`]): the
+/// registers the switch saved lie below that point, the frames the resume
+/// returns through above.
 ///
-/// # Examples
+/// A resume is a chain of dependent loads into the task's memory (the
+/// saved stack pointer, then the frame it points at, then each frame
+/// returned through), and with hundreds of tasks that memory has left the
+/// cache since the task last ran: each load waits in turn, and the jump to
+/// the task cannot be predicted past them. The scheduler calls this for
+/// tasks a little ahead in the turn, so the loads overlap with the work of
+/// the tasks resumed before them.
 ///
-/// ```
-/// yieldloop::run(|| {
-///     let handle = yieldloop::Builder::new()
-///         .name("deep-recursion")
-///         .stack_size(4 * 1024 * 1024)
-///         .spawn(|| (1..=10u64).product::<u64>())
-///         .expect("stack allocation failed");
-///     assert_eq!(handle.join().unwrap(), 3_628_800);
-/// });
-/// ```
-#[derive(Debug, Default, Clone)]
-pub struct Builder {
-    name: Option<String>,
-    stack_size: Option<usize>,
-}
-
-impl Builder {
-    /// A builder with no name and the [default stack size](DEFAULT_STACK_SIZE).
-    pub fn new() -> Builder {
-        Builder::default()
-    }
-
-    /// Names the task; the name appears in diagnostics.
-    pub fn name(mut self, name: impl Into<String>) -> Builder {
-        self.name = Some(name.into());
-        self
-    }
-
-    /// Sets the task's stack size in bytes. It is rounded up to whole pages
-    /// and to at least [`MIN_STACK_SIZE`]; a guard page comes on top.
-    pub fn stack_size(mut self, bytes: usize) -> Builder {
-        self.stack_size = Some(bytes);
-        self
-    }
-
-    /// Spawns the task on the current thread's scheduler.
-    ///
-    /// # Errors
-    ///
-    /// An `io::Error` when no stack can be had: out of memory, or out of
-    /// memory mappings (the message names the `vm.max_map_count` sysctl).
-    ///
-    /// # Panics
-    ///
-    /// Panics when called outside a task.
-    pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
-    where
-        F: FnOnce() -> T + 'static,
-        T: 'static,
+/// Both are plain addresses, never dereferenced: a prefetch neither faults
+/// nor changes anything but the cache, so a stale address costs nothing
+/// but a wasted load. On targets other than x86-64 this does nothing.
+#[inline]
+pub(crate) fn prefetch_task(body: usize, sp: usize) {
+    #[cfg(target_arch = "x86_64")]
     {
-        let size = self.stack_size.unwrap_or(DEFAULT_STACK_SIZE);
-        let name = self.name.map(Rc::from);
-        context::with_scheduler("yieldloop::spawn", |s| s.spawn(name, size, f))
+        let mut off = 0;
+        while off < OwnedHeader::SIZE {
+            prefetch_line(body.wrapping_add(off));
+            off += 64;
+        }
+        if sp != 0 {
+            let lo = (sp & !63).wrapping_sub(PREFETCH_BELOW);
+            let mut off = 0;
+            while off < PREFETCH_BELOW + PREFETCH_ABOVE {
+                prefetch_line(lo.wrapping_add(off));
+                off += 64;
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (body, sp);
+}
+
+/// Asks for the cache line holding `addr` (any address: a prefetch
+/// neither faults nor changes anything but the cache).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_line(addr: usize) {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    let p = addr as *const i8;
+    // SAFETY: SSE, which `_mm_prefetch` needs, is part of the x86-64
+    // baseline; the instruction does not access memory architecturally, so
+    // no address can make it fault or race.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(p) }
+}
+
+/// Bytes of stack below and above a task's pause point that
+/// [`prefetch_task`] asks for.
+const PREFETCH_BELOW: usize = 256;
+const PREFETCH_ABOVE: usize = 512;
+
+/// Records the running task's yielder; called first thing in a task's body.
+fn enter_task(yielder: &Yielder<Resume, Op>) {
+    if let Some(cx) = running_cx() {
+        cx.yielder.set(yielder);
     }
 }
 
-/// Spawns a task running `f` on the current thread's scheduler and returns a
-/// handle to its value. The task starts on a later turn of the loop, after
-/// the tasks already ready.
+/// Resumes a task's coroutine in place with `value`, with the task's
+/// context as the thread's current one until control comes back.
 ///
-/// # Panics
+/// This is the hot path of every hand-over: one thread-local write before
+/// and one after.
 ///
-/// Panics when called outside a task, or when no stack can be had (use
-/// [`Builder::spawn`] to get that as an error).
+/// # Safety
 ///
-/// # Examples
-///
-/// ```
-/// yieldloop::run(|| {
-///     let handles: Vec<_> = (0..10).map(|i| yieldloop::spawn(move || i * i)).collect();
-///     let sum: i32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
-///     assert_eq!(sum, 285);
-/// });
-/// ```
-pub fn spawn<F, T>(f: F) -> JoinHandle<T>
-where
-    F: FnOnce() -> T + 'static,
-    T: 'static,
-{
-    match Builder::new().spawn(f) {
-        Ok(handle) => handle,
-        Err(e) => panic!("yieldloop::spawn: cannot start a task: {e}"),
+/// `body` must come from a live [`OwnedHeader`] that is not dropped, and whose
+/// coroutine is not otherwise borrowed, until this call returns.
+#[inline]
+pub(crate) unsafe fn resume_task(
+    body: NonNull<TaskHeader>,
+    value: Resume,
+) -> CoroutineResult<Op, ()> {
+    /// Clears the task context however the resume ends.
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(ptr::null()));
+        }
+    }
+    let p = body.as_ptr();
+    // SAFETY: by this function's contract the body is alive and its
+    // coroutine is ours to resume for the duration; `cx` and `co` are
+    // reached as separate fields, so the shared reads of `cx` made by the
+    // task while it runs never overlap the `&mut` of the coroutine.
+    unsafe {
+        CURRENT.with(|c| c.set(ptr::addr_of!((*p).cx)));
+        let _clear = Clear;
+        (*ptr::addr_of_mut!((*p).co)).resume(value)
     }
 }
 
-/// The id of the task this is called from, or `None` outside a task.
-pub fn current_id() -> Option<TaskId> {
-    if context::in_task() {
-        context::current_task()
-    } else {
-        None
+/// Drops a task's body. A suspended coroutine is unwound first, so the
+/// destructors of everything on its stack run; the task's body sees the
+/// unwind as forced and lets it pass. The caller's task context is restored
+/// afterwards, so a task torn down from inside another task (a
+/// cancellation) leaves the outer task's context as it was.
+pub(crate) fn drop_task(body: OwnedHeader) {
+    /// Puts back the context that was current before the teardown.
+    struct Restore(*const TaskContext, bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(self.0));
+            FORCED_UNWIND.with(|f| f.set(self.1));
+        }
     }
+    // SAFETY: the body is alive until `body` drops at the end of this call.
+    let cx = unsafe { ptr::addr_of!((*body.as_ptr().as_ptr()).cx) };
+    let _restore = Restore(
+        CURRENT.with(|c| c.replace(cx)),
+        FORCED_UNWIND.with(|f| f.replace(true)),
+    );
+    drop(body);
+}
+
+/// The guard info of the task running on this thread, or null; read by the
+/// stack-overflow signal handler (a plain thread-local read, which is
+/// async-signal-safe).
+pub(crate) fn running_guard() -> *const GuardInfo {
+    let cx = CURRENT.try_with(Cell::get).unwrap_or(ptr::null());
+    if cx.is_null() {
+        return ptr::null();
+    }
+    // SAFETY: a non-null CURRENT points at a live context (see
+    // `running_cx`); this only computes a field address.
+    unsafe { ptr::addr_of!((*cx).guard) }
+}
+
+/// True while the scheduler is unwinding a task it tears down.
+pub(crate) fn forced_unwind() -> bool {
+    FORCED_UNWIND.with(Cell::get)
+}
+
+/// The id of the task running (or being torn down) on this thread, if any.
+pub(crate) fn current_task() -> Option<TaskId> {
+    running_cx().map(|cx| cx.id)
+}
+
+/// True when called from a running task's stack (not during a teardown).
+pub(crate) fn in_task() -> bool {
+    !FORCED_UNWIND.with(Cell::get) && running_cx().is_some()
 }

@@ -1,9 +1,11 @@
-//! Time: sleeping and yielding, built on [`Op::Wait`] and [`Op::Yield`].
+//! Time: sleeping and yielding, built on
+//! [`Op::Wait`](crate::raw::Op::Wait) and [`Op::Yield`](crate::raw::Op::Yield).
 
 use std::time::{Duration, Instant};
 
-use crate::context::suspend;
-use crate::op::{Op, Resume};
+use crate::protocol::{Op, Resume};
+use crate::suspend::suspend;
+pub(crate) use crate::timer::deadline_after;
 
 /// Pauses the calling task for at least `duration`; other tasks run
 /// meanwhile.
@@ -73,15 +75,4 @@ pub fn yield_now() {
         Resume::Ready => {}
         other => drop(other),
     }
-}
-
-/// The instant `d` from now; a duration too large to add is as good as
-/// forever, so it gives [`far_future`] instead of overflowing.
-pub(crate) fn deadline_after(d: Duration) -> Instant {
-    Instant::now().checked_add(d).unwrap_or_else(far_future)
-}
-
-/// An instant about thirty years from now: "never", for deadline arithmetic.
-pub(crate) fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
 }

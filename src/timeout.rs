@@ -15,8 +15,9 @@ use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use crate::context::{self, Scope};
-use crate::op::{Op, Resume};
+use crate::protocol::{Op, ParkToken, Resume};
+use crate::scheduler;
+use crate::task::{self, Scope};
 
 /// The error of a [`timeout`] whose deadline passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +74,7 @@ thread_local! {
 /// });
 /// ```
 pub fn timeout<T>(duration: Duration, f: impl FnOnce() -> T) -> Result<T, Elapsed> {
-    let deadline = crate::time::deadline_after(duration);
+    let deadline = crate::timer::deadline_after(duration);
     timeout_at(deadline, f)
 }
 
@@ -84,12 +85,12 @@ pub fn timeout<T>(duration: Duration, f: impl FnOnce() -> T) -> Result<T, Elapse
 /// Panics when called outside a task.
 pub fn timeout_at<T>(deadline: Instant, f: impl FnOnce() -> T) -> Result<T, Elapsed> {
     assert!(
-        context::in_task(),
+        task::in_task(),
         "yieldloop: timeout was called outside a task; \
          call it from inside yieldloop::run(..) or a task it spawned"
     );
     let id = NEXT_SCOPE.with(|n| n.replace(n.get() + 1));
-    let outer = context::scope();
+    let outer = task::scope();
     // Only the earliest deadline matters: an outer scope that ends first
     // stays in charge, and its expiry passes through this one.
     let effective = match outer {
@@ -101,11 +102,11 @@ pub fn timeout_at<T>(deadline: Instant, f: impl FnOnce() -> T) -> Result<T, Elap
     struct Reset(Option<Scope>);
     impl Drop for Reset {
         fn drop(&mut self) {
-            context::set_scope(self.0);
+            task::set_scope(self.0);
         }
     }
 
-    context::set_scope(Some(effective));
+    task::set_scope(Some(effective));
     let reset = Reset(outer);
     let result = panic::catch_unwind(AssertUnwindSafe(f));
     drop(reset);
@@ -153,11 +154,20 @@ pub(crate) fn scoped(op: Op, scope: Scope, raw: impl Fn(Op) -> Resume) -> Resume
         Op::Join(task) => {
             // A join has no deadline of its own: wait for the task's end as
             // a park that the task's end unparks.
-            let token = crate::park::park_token();
-            if !token.watch_task(task) {
-                return Resume::Ready;
+            let Some(me) = task::current_task() else {
+                return raw(Op::Join(task));
+            };
+            let token = scheduler::with_scheduler("timeout", |sched| {
+                let wait = sched.wait_token(me.key);
+                sched.watch_task(wait, task).then_some(ParkToken {
+                    wait,
+                    sched: sched.id,
+                })
+            });
+            match token {
+                Some(token) => expired_on_timeout(raw(Op::Park(token, Some(s))), scope),
+                None => Resume::Ready,
             }
-            expired_on_timeout(raw(Op::Park(token, Some(s))), scope)
         }
         other => raw(other),
     }

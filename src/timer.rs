@@ -6,24 +6,26 @@
 //!
 //! Removal is lazy: when a task stops waiting for a timer (its socket became
 //! ready first, or it was cancelled) its entry stays in the heap and is
-//! skipped when it surfaces, because the [`Waiter`] token it carries no
+//! skipped when it surfaces, because the [`WaitToken`] token it carries no
 //! longer matches the task's current wait. Counting those stale entries lets
 //! the heap rebuild itself without them once they are the majority, so it
 //! stays O(log live) and bounded in memory.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::task::Waiter;
+use crate::protocol::WaitToken;
 
-/// What the task is told when its timer fires.
+/// What a timer is for, which decides what its task is told when it fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Fire {
-    /// The timer was the whole wait ([`Op::Wait`](crate::Op::Wait)).
-    Ready,
-    /// The timer was the deadline of another wait.
-    TimedOut,
+pub(crate) enum TimerKind {
+    /// A sleep: the timer is the whole wait ([`Op::Wait`](crate::raw::Op::Wait)),
+    /// and firing answers [`Resume::Ready`](crate::raw::Resume::Ready).
+    Sleep,
+    /// The deadline of another wait (a read, a park, …): firing answers
+    /// [`Resume::TimedOut`](crate::raw::Resume::TimedOut).
+    Deadline,
 }
 
 /// One armed timer.
@@ -32,8 +34,9 @@ pub(crate) struct Entry {
     pub(crate) deadline: Instant,
     /// Insertion order; breaks deadline ties first-in, first-out.
     seq: u64,
-    pub(crate) waiter: Waiter,
-    pub(crate) fire: Fire,
+    pub(crate) waiter: WaitToken,
+    /// What firing means.
+    pub(crate) kind: TimerKind,
 }
 
 impl PartialEq for Entry {
@@ -70,21 +73,21 @@ const COMPACT_MIN: usize = 1024;
 
 impl Timers {
     /// Arms a timer for `waiter` at `deadline`.
-    pub(crate) fn insert(&mut self, deadline: Instant, waiter: Waiter, fire: Fire) {
+    pub(crate) fn insert(&mut self, deadline: Instant, waiter: WaitToken, kind: TimerKind) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.heap.push(Reverse(Entry {
             deadline,
             seq,
             waiter,
-            fire,
+            kind,
         }));
     }
 
     /// Notes that one armed entry went stale; rebuilds the heap without the
     /// stale entries once they are more than half of it. `live` says whether
     /// an entry's waiter is still waiting.
-    pub(crate) fn mark_stale(&mut self, live: impl Fn(Waiter) -> bool) {
+    pub(crate) fn mark_stale(&mut self, live: impl Fn(WaitToken) -> bool) {
         self.stale = (self.stale + 1).min(self.heap.len());
         if self.heap.len() >= COMPACT_MIN && self.stale * 2 > self.heap.len() {
             let entries = std::mem::take(&mut self.heap).into_vec();
@@ -106,7 +109,7 @@ impl Timers {
     }
 
     /// The earliest deadline of a live entry, dropping stale ones on top.
-    pub(crate) fn next_deadline(&mut self, live: impl Fn(Waiter) -> bool) -> Option<Instant> {
+    pub(crate) fn next_deadline(&mut self, live: impl Fn(WaitToken) -> bool) -> Option<Instant> {
         while let Some(top) = self.heap.peek() {
             if live(top.0.waiter) {
                 return Some(top.0.deadline);
@@ -134,13 +137,24 @@ impl Timers {
     }
 }
 
+/// The instant `d` from now; a duration too large to add is as good as
+/// forever, so it gives [`far_future`] instead of overflowing.
+pub(crate) fn deadline_after(d: Duration) -> Instant {
+    Instant::now().checked_add(d).unwrap_or_else(far_future)
+}
+
+/// An instant about thirty years from now: "never", for deadline arithmetic.
+pub(crate) fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn w(key: usize) -> Waiter {
-        Waiter {
+    fn w(key: usize) -> WaitToken {
+        WaitToken {
             key,
             token: key as u64 + 1,
         }
@@ -151,7 +165,7 @@ mod tests {
         let mut t = Timers::default();
         let at = Instant::now();
         for k in 0..100 {
-            t.insert(at, w(k), Fire::Ready);
+            t.insert(at, w(k), TimerKind::Sleep);
         }
         let order: Vec<usize> = std::iter::from_fn(|| t.pop_due(at))
             .map(|e| e.waiter.key)
@@ -163,7 +177,7 @@ mod tests {
     fn nothing_fires_before_its_deadline() {
         let mut t = Timers::default();
         let now = Instant::now();
-        t.insert(now + Duration::from_millis(5), w(1), Fire::Ready);
+        t.insert(now + Duration::from_millis(5), w(1), TimerKind::Sleep);
         assert!(t.pop_due(now).is_none());
         assert!(t.pop_due(now + Duration::from_millis(5)).is_some());
     }
@@ -210,8 +224,8 @@ mod tests {
                 for s in steps {
                     match s {
                         Step::Insert { at } => {
-                            let w = Waiter { key: next_key, token: next_key as u64 + 1 };
-                            heap.insert(ms(at), w, Fire::Ready);
+                            let w = WaitToken { key: next_key, token: next_key as u64 + 1 };
+                            heap.insert(ms(at), w, TimerKind::Sleep);
                             model.push((ms(at), seq, next_key));
                             live.insert(next_key);
                             next_key += 1;
@@ -261,7 +275,11 @@ mod tests {
         let mut t = Timers::default();
         let now = Instant::now();
         for k in 0..4000 {
-            t.insert(now + Duration::from_millis(k as u64), w(k), Fire::Ready);
+            t.insert(
+                now + Duration::from_millis(k as u64),
+                w(k),
+                TimerKind::Sleep,
+            );
         }
         // Keys >= 1000 go stale.
         for _ in 0..3000 {

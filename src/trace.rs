@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
-use crate::op::{Op, Resume};
+use crate::protocol::{Op, Resume};
 
 static ON: AtomicBool = AtomicBool::new(false);
 static SINK: Mutex<Option<Sink>> = Mutex::new(None);
@@ -94,9 +94,9 @@ pub fn trace_to_stderr() {
 ///
 /// ```
 /// let path = std::env::temp_dir().join(format!("yl-trace-{}.txt", std::process::id()));
-/// yieldloop::trace_to_file(&path).unwrap();
+/// yieldloop::diag::trace_to_file(&path).unwrap();
 /// yieldloop::run(|| yieldloop::sleep(std::time::Duration::from_millis(1)));
-/// yieldloop::trace_off();
+/// yieldloop::diag::trace_off();
 /// let text = std::fs::read_to_string(&path).unwrap();
 /// assert!(text.contains("yield  task 1 \"main\" -> Wait("));
 /// # std::fs::remove_file(&path).unwrap();
@@ -188,6 +188,24 @@ impl fmt::Display for ShowResume<'_> {
 }
 
 /// A duration in seconds, for poll lines.
-pub(crate) fn secs(d: Duration) -> String {
+fn secs(d: Duration) -> String {
     format!("{:.6}s", d.as_secs_f64())
+}
+
+/// The line before a poll: how long the loop may sleep (until `deadline`,
+/// `None` for until an event).
+pub(crate) fn poll_start(deadline: Option<Instant>, now: Instant) {
+    match deadline {
+        Some(d) if d <= now => emit(format_args!("poll   no sleep")),
+        Some(d) => emit(format_args!("poll   sleep up to {}", secs(d - now))),
+        None => emit(format_args!("poll   sleep until an event")),
+    }
+}
+
+/// The line after a poll that started at `since` and brought `events`.
+pub(crate) fn poll_end(since: Instant, events: usize) {
+    emit(format_args!(
+        "polled slept {}, {events} event(s)",
+        secs(since.elapsed())
+    ));
 }

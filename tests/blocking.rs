@@ -140,9 +140,12 @@ fn the_pool_respects_its_thread_limit() {
     let handles: Vec<_> = (0..100)
         .map(|_| yieldloop::spawn_blocking(|| std::thread::sleep(Duration::from_millis(2))))
         .collect();
-    let stats = yieldloop::blocking_pool_stats();
+    let stats = yieldloop::diag::blocking_pool_stats();
     assert!(stats.threads <= stats.max_threads, "{stats:?}");
-    assert_eq!(stats.max_threads, yieldloop::DEFAULT_BLOCKING_MAX_THREADS);
+    assert_eq!(
+        stats.max_threads,
+        yieldloop::diag::DEFAULT_BLOCKING_MAX_THREADS
+    );
     for h in handles {
         h.join().unwrap();
     }
@@ -151,16 +154,16 @@ fn the_pool_respects_its_thread_limit() {
 /// Idle pool threads exit once the idle timeout has passed.
 #[test]
 fn idle_threads_exit_after_the_timeout() {
-    yieldloop::set_blocking_idle_timeout(Duration::from_millis(50));
+    yieldloop::diag::set_blocking_idle_timeout(Duration::from_millis(50));
     yieldloop::spawn_blocking(|| ()).join().unwrap();
     // Other tests of this file may still be using the pool: wait for them
     // too, within a bound.
     let deadline = Instant::now() + Duration::from_secs(15);
-    while yieldloop::blocking_pool_stats().threads > 0 {
+    while yieldloop::diag::blocking_pool_stats().threads > 0 {
         assert!(
             Instant::now() < deadline,
             "pool threads stayed: {:?}",
-            yieldloop::blocking_pool_stats()
+            yieldloop::diag::blocking_pool_stats()
         );
         std::thread::sleep(Duration::from_millis(10));
     }

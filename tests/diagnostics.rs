@@ -19,11 +19,11 @@ fn slow_child() {
     };
     let mut hog_for = Duration::from_millis(300);
     match mode.as_str() {
-        "off" => yieldloop::set_slow_task_threshold(None),
+        "off" => yieldloop::diag::set_slow_task_threshold(None),
         // Ten thresholds are 500 ms: the monitor reports the task while it
         // still runs.
         "stuck" => {
-            yieldloop::set_slow_task_threshold(Some(Duration::from_millis(50)));
+            yieldloop::diag::set_slow_task_threshold(Some(Duration::from_millis(50)));
             hog_for = Duration::from_millis(900);
         }
         _ => {}
@@ -96,7 +96,7 @@ fn slow_task_watch_can_be_turned_off() {
 fn trace_file_tells_the_story() {
     let path =
         std::env::temp_dir().join(format!("yieldloop-trace-test-{}.txt", std::process::id()));
-    yieldloop::trace_to_file(&path).unwrap();
+    yieldloop::diag::trace_to_file(&path).unwrap();
     yieldloop::run(|| {
         let sleeper = yieldloop::Builder::new()
             .name("sleeper")
@@ -104,7 +104,7 @@ fn trace_file_tells_the_story() {
             .unwrap();
         sleeper.join().unwrap();
     });
-    yieldloop::trace_off();
+    yieldloop::diag::trace_off();
     let text = std::fs::read_to_string(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     for needle in [

@@ -119,7 +119,10 @@ fn trimmed_overflow_child() {
             h.join().unwrap();
         }
         yieldloop::sleep(std::time::Duration::from_millis(20));
-        assert!(yieldloop::pool_stats().trimmed > 0, "nothing was trimmed");
+        assert!(
+            yieldloop::diag::pool_stats().trimmed > 0,
+            "nothing was trimmed"
+        );
         // Use up the warm stacks, so the next task runs on a trimmed one.
         let _held = spawn_sleepers(1_200, 10_000);
         yieldloop::yield_now();
@@ -174,7 +177,7 @@ fn fallback_guard_child() {
         }
         eprintln!(
             "guards_use_madvise={} mappings_added={}",
-            yieldloop::guards_use_madvise(),
+            yieldloop::diag::guards_use_madvise(),
             during - before
         );
         let h = yieldloop::Builder::new()

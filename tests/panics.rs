@@ -263,7 +263,7 @@ fn many_panicking_tasks_leave_scheduler_healthy() {
         });
     });
     // Every stack went back to the pool.
-    let stats = yieldloop::pool_stats();
+    let stats = yieldloop::diag::pool_stats();
     assert_eq!(
         stats.free, stats.carved,
         "stacks leaked by panicking tasks: {stats:?}"

@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use yieldloop::{park, park_token, Resume};
+use yieldloop::raw::{park, park_token, Resume};
 
 /// A token from another thread wakes a parked task through the waker.
 #[test]
@@ -48,7 +48,7 @@ fn stale_token_does_not_wake_a_later_pause() {
         let waker = yieldloop::spawn(move || {
             yieldloop::sleep(Duration::from_millis(20));
             // The old pause is over; this must not cut the sleep short.
-            let t: yieldloop::ParkToken = o.get().unwrap();
+            let t: yieldloop::raw::ParkToken = o.get().unwrap();
             assert!(!t.unpark());
         });
         let token = park_token();

@@ -12,7 +12,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use yieldloop::net::{TcpListener, TcpStream};
-use yieldloop::{current_id, sleep, spawn, yield_now, Builder, JoinHandle, Op, TaskId};
+use yieldloop::raw::Op;
+use yieldloop::{current_id, sleep, spawn, yield_now, Builder, JoinHandle, TaskId};
 
 /// Sends `value` into a task and back out through `join`, unchanged.
 fn round_trip<T: Clone + PartialEq + Debug + 'static>(value: T) {
@@ -374,7 +375,7 @@ fn task_only_functions_panic_outside_a_task() {
     check("sleep", || sleep(Duration::from_millis(1)));
     check("sleep_until", || yieldloop::sleep_until(Instant::now()));
     check("yield_now", yield_now);
-    check("suspend", || yieldloop::suspend(Op::Yield));
+    check("suspend", || yieldloop::raw::suspend(Op::Yield));
     assert_eq!(current_id(), None);
     // The thread is left clean: run still works afterwards.
     assert_eq!(yieldloop::run(|| spawn(|| 5).join().unwrap()), 5);
@@ -470,7 +471,7 @@ fn run_reports_deadlock_instead_of_hanging() {
             let main_id = current_id().unwrap();
             // The child waits for main to end, main waits for the child.
             let child = spawn(move || {
-                let _ = yieldloop::suspend(Op::Join(main_id));
+                let _ = yieldloop::raw::suspend(Op::Join(main_id));
             });
             let _ = child.join();
         })

@@ -90,5 +90,3 @@ pub use tcp_stream::TcpStream;
 pub use udp::UdpSocket;
 pub use unix::{UnixIncoming, UnixListener, UnixStream};
 pub use unix_datagram::UnixDatagram;
-
-pub(crate) use tcp_listener::accept_raw;

@@ -5,11 +5,11 @@ use std::cell::Cell;
 use std::io;
 use std::marker::PhantomData;
 use std::os::fd::AsRawFd;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::context;
-use crate::op::{IoId, Op};
+use crate::protocol::{IoId, Op, SchedulerId};
+use crate::reactor::{ReadEvents, ReadMark};
+use crate::scheduler;
 
 /// Owns a non-blocking mio source and its registration.
 ///
@@ -19,16 +19,16 @@ pub(crate) struct Registered<S: mio::event::Source + AsRawFd> {
     pub(crate) io: S,
     id: IoId,
     /// The scheduler the source is registered with.
-    sched: u64,
+    sched: SchedulerId,
     /// Deadline length for reads (`set_read_timeout`); `None`: wait forever.
     read_timeout: Cell<Option<Duration>>,
     /// Deadline length for writes and connects.
     write_timeout: Cell<Option<Duration>>,
-    /// The source's count of read events (kept by the scheduler).
-    read_events: Rc<Cell<u64>>,
-    /// The count when a stream read last came back short; see
+    /// The source's read events (counted by the reactor).
+    read_events: ReadEvents,
+    /// Their mark when a stream read last came back short; see
     /// [`Self::do_stream_read`].
-    drained_at: Cell<Option<u64>>,
+    drained_at: Cell<Option<ReadMark>>,
     /// Whether a short read means an empty socket (TCP streams).
     short_read_drains: bool,
     _not_send: PhantomData<*const ()>,
@@ -43,7 +43,7 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
     pub(crate) fn new(mut io: S) -> io::Result<Self> {
         let fd = io.as_raw_fd();
         let (sched, (id, read_events)) =
-            context::try_with_scheduler(|s| s.register(&mut io, fd).map(|r| (s.id, r)))
+            scheduler::try_with_scheduler(|s| s.register(&mut io, fd).map(|r| (s.id, r)))
                 .unwrap_or_else(|| {
                     Err(io::Error::new(
                         io::ErrorKind::Unsupported,
@@ -125,18 +125,18 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
         len: usize,
         mut f: impl FnMut(&S) -> io::Result<usize>,
     ) -> io::Result<usize> {
-        let events = self.read_events.get();
+        let events = self.read_events.mark();
         let empty = self.short_read_drains
             && len > 0
-            && events & crate::reactor::READ_CLOSED == 0
+            && !events.closed()
             && self.drained_at.get() == Some(events);
         let deadline = deadline_in(self.read_timeout.get());
         if empty {
-            crate::suspend(Op::ReadReady(self.id, deadline)).into_io()?;
+            crate::suspend::suspend(Op::ReadReady(self.id, deadline)).into_io()?;
         }
         let r = self.retry(&mut f, deadline, Op::ReadReady);
         self.drained_at.set(match r {
-            Ok(n) if n > 0 && n < len => Some(self.read_events.get()),
+            Ok(n) if n > 0 && n < len => Some(self.read_events.mark()),
             _ => None,
         });
         r
@@ -167,7 +167,7 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
         loop {
             match f(&self.io) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    crate::suspend(op(self.id, deadline)).into_io()?;
+                    crate::suspend::suspend(op(self.id, deadline)).into_io()?;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 r => return r,
@@ -196,7 +196,7 @@ impl<S: mio::event::Source + AsRawFd> Drop for Registered<S> {
     fn drop(&mut self) {
         // Outside its scheduler (after `run` returned) there is nothing to
         // deregister from: closing the descriptor is enough.
-        let _ = context::try_with_scheduler(|s| {
+        let _ = scheduler::try_with_scheduler(|s| {
             if s.id == self.sched {
                 s.deregister(self.id, &mut self.io);
             }

@@ -2,13 +2,12 @@
 
 use std::fmt;
 use std::io;
-use std::mem::ManuallyDrop;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 
 use super::registered::Registered;
 use super::tcp_stream::{each_addr, TcpStream};
-use crate::op::{IoId, Op, Resume};
+use crate::protocol::{IoId, Op, Resume};
 
 /// A listening TCP socket whose `accept` pauses only the calling task.
 ///
@@ -105,7 +104,7 @@ impl TcpListener {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
-            match crate::suspend(Op::Accept(self.inner.id(), None)) {
+            match crate::suspend::suspend(Op::Accept(self.inner.id(), None)) {
                 Resume::Accepted(s, addr) => return Ok((TcpStream::from_std(s)?, addr)),
                 other => other.into_io()?,
             }
@@ -155,15 +154,4 @@ impl Iterator for Incoming<'_> {
     fn next(&mut self) -> Option<io::Result<TcpStream>> {
         Some(self.listener.accept().map(|(s, _)| s))
     }
-}
-
-/// Accepts one connection on the listening socket `fd`, for the scheduler's
-/// side of [`Op::Accept`]. The new socket is non-blocking and close-on-exec.
-pub(crate) fn accept_raw(fd: RawFd) -> io::Result<(std::net::TcpStream, SocketAddr)> {
-    // SAFETY: `fd` comes from the reactor's table, whose entry is removed
-    // (in `Registered::drop`) before the listener's descriptor is closed, so
-    // it is open here. `ManuallyDrop` keeps this temporary from closing it.
-    let listener = ManuallyDrop::new(unsafe { mio::net::TcpListener::from_raw_fd(fd) });
-    let (stream, addr) = listener.accept()?;
-    Ok((stream.into(), addr))
 }

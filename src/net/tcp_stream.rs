@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
 use super::registered::Registered;
-use crate::op::IoId;
+use crate::protocol::IoId;
 
 /// A TCP connection whose reads and writes pause only the calling task.
 ///
@@ -91,7 +91,7 @@ impl TcpStream {
                 "cannot set a 0 duration timeout",
             ));
         }
-        if !crate::context::has_scheduler() {
+        if !crate::scheduler::has_scheduler() {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "yieldloop: sockets can only be created inside yieldloop::run",

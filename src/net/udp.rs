@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::registered::Registered;
 use super::tcp_stream::each_addr;
-use crate::op::IoId;
+use crate::protocol::IoId;
 
 /// A UDP socket whose sends and receives pause only the calling task.
 ///

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::registered::Registered;
-use crate::op::IoId;
+use crate::protocol::IoId;
 
 /// A listening Unix domain socket whose `accept` pauses only the calling
 /// task.
@@ -224,10 +224,10 @@ impl UnixStream {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // `sleep` is a pause, so this fails outside a task;
                     // check first for a clear error instead of a panic.
-                    if crate::task::current_id().is_none() {
+                    if crate::spawn::current_id().is_none() {
                         return Err(outside_task());
                     }
-                    crate::sleep(backoff);
+                    crate::time::sleep(backoff);
                     backoff = (backoff * 2).min(MAX_CONNECT_BACKOFF);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -26,7 +26,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::registered::Registered;
-use crate::op::{IoId, Op, Resume};
+use crate::protocol::{IoId, Op, Resume};
 
 /// The longest pause between two attempts of a [`UnixDatagram::send_to`]
 /// while the receiver's queue stays full.
@@ -241,10 +241,10 @@ impl UnixDatagram {
                     let wake = deadline.map_or(retry_at, |d| d.min(retry_at));
                     woke_writable = false;
                     if poll_on_timer {
-                        crate::suspend(Op::Wait(wake)).into_io()?;
+                        crate::suspend::suspend(Op::Wait(wake)).into_io()?;
                         backoff = (backoff * 2).min(MAX_SEND_TO_BACKOFF);
                     } else {
-                        match crate::suspend(Op::WriteReady(self.inner.id(), Some(wake))) {
+                        match crate::suspend::suspend(Op::WriteReady(self.inner.id(), Some(wake))) {
                             Resume::TimedOut => {
                                 backoff = (backoff * 2).min(MAX_SEND_TO_BACKOFF);
                             }

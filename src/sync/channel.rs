@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::{Fired, Registration, SelectRecv};
 use super::waitq::{self, park_local, OnDrop, Signal, WaitQueue, Woken};
-use crate::op::Resume;
-use crate::park::{park, park_token, ParkToken};
+use crate::park::{park, park_token};
+use crate::protocol::ParkToken;
+use crate::protocol::Resume;
 
 /// The shared state of one channel.
 pub(crate) struct Chan<T> {

@@ -73,8 +73,9 @@ use std::time::{Duration, Instant};
 pub use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::{Fired, Registration, SelectRecv};
 use super::waitq::{OnDrop, WaitQueue};
-use crate::op::Resume;
-use crate::park::{park, park_token, ParkToken, RemoteUnparker};
+use crate::park::{park, park_token, RemoteUnparker};
+use crate::protocol::ParkToken;
+use crate::protocol::Resume;
 
 thread_local! {
     /// This thread's id, without the `Arc` clone of `thread::current()`.
@@ -261,7 +262,7 @@ impl<T> State<T> {
 
 /// True when the caller is a task (and may park), false on a plain thread.
 fn in_task() -> bool {
-    crate::task::current_id().is_some()
+    crate::spawn::current_id().is_some()
 }
 
 impl<T> Shared<T> {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use super::waitq::{self, park_local, Signal, WaitQueue, Woken};
-use crate::op::Resume;
+use crate::protocol::Resume;
 
 /// Wakes tasks that wait for "something happened", with no data attached.
 ///

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::channel::{self, Receiver, Sender};
 use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError};
 use super::select::sealed::{Registration, SelectRecv};
-use crate::park::ParkToken;
+use crate::protocol::ParkToken;
 
 /// Creates a single-thread channel for one value.
 ///

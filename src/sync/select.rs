@@ -36,9 +36,12 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::waitq::{OnDrop, Woken};
-use crate::op::{IoId, Resume};
-use crate::park::{park, park_token, ParkToken};
-use crate::task::{Builder, JoinHandle, TaskId, MIN_STACK_SIZE};
+use crate::park::{park, park_token};
+use crate::protocol::ParkToken;
+use crate::protocol::TaskId;
+use crate::protocol::{IoId, Resume};
+use crate::spawn::{Builder, JoinHandle};
+use crate::stack::MIN_STACK_SIZE;
 
 /// The hooks a [`Select`] drives a receiver through; sealed, so the set of
 /// selectable types is this module's to decide.
@@ -49,7 +52,7 @@ pub(crate) mod sealed {
     use std::sync::Arc;
 
     use super::Woken;
-    use crate::park::ParkToken;
+    use crate::protocol::ParkToken;
 
     /// How a registration learns it was the one a sender woke.
     #[derive(Debug)]

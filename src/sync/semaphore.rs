@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 use super::waitq::{self, park_local, Signal, WaitQueue, Woken};
-use crate::op::Resume;
+use crate::protocol::Resume;
 
 /// A counting semaphore for the tasks of one thread.
 ///

@@ -28,8 +28,9 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::op::Resume;
-use crate::park::{park, park_token, ParkToken};
+use crate::park::{park, park_token};
+use crate::protocol::ParkToken;
+use crate::protocol::Resume;
 
 /// How a queued waiter was woken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -38,6 +38,22 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use corosensei::stack::valgrind::ValgrindStackRegistration;
 use corosensei::stack::{Stack, StackPointer};
 
+/// The default stack size of a task: 256 KiB.
+///
+/// Stacks are reserved, not committed: a task only costs the pages it
+/// actually touches (one or two for a typical I/O task), so a generous size
+/// costs address space, not memory. 256 KiB is deep enough for formatting,
+/// panics with backtraces and a few levels of buffered readers and parsers,
+/// and small enough that a million tasks reserve 256 GiB of the 128 TiB
+/// address space. Use [`Builder::stack_size`](crate::Builder::stack_size)
+/// for deep recursion.
+pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
+
+/// The smallest stack size [`Builder::stack_size`](crate::Builder::stack_size)
+/// accepts (16 KiB); smaller requests are raised to it, since unwinding a
+/// panic alone needs several KiB.
+pub const MIN_STACK_SIZE: usize = 16 * 1024;
+
 /// `MADV_GUARD_INSTALL`, Linux 6.13+; not yet in every libc release.
 const MADV_GUARD_INSTALL: libc::c_int = 102;
 
@@ -73,7 +89,7 @@ pub(crate) fn page_size() -> usize {
 /// Rounds a requested stack size to what the pool hands out.
 pub(crate) fn round_size(bytes: usize) -> usize {
     let page = page_size();
-    let bytes = bytes.clamp(crate::task::MIN_STACK_SIZE, 1 << 40);
+    let bytes = bytes.clamp(MIN_STACK_SIZE, 1 << 40);
     // Page sizes are powers of two: a mask, not a division, on every spawn.
     debug_assert!(page.is_power_of_two());
     (bytes + page - 1) & !(page - 1)
@@ -122,9 +138,9 @@ impl PooledStack {
     }
 
     /// Where this stack's guard page is, for overflow reports.
-    pub(crate) fn guard_info(&self) -> crate::overflow::GuardInfo {
+    pub(crate) fn guard_info(&self) -> super::overflow::GuardInfo {
         let guard_lo = self.base - self.size - page_size();
-        crate::overflow::GuardInfo {
+        super::overflow::GuardInfo {
             guard_lo,
             guard_hi: guard_lo + page_size(),
             size: self.size,
@@ -476,8 +492,9 @@ fn mapping_error(what: &str, err: io::Error) -> io::Error {
 }
 
 /// Takes a stack of `bytes` from this thread's pool and gives it back: the
-/// cost of a warm pool round trip, for benchmarks.
-#[doc(hidden)]
+/// cost of a warm pool round trip, for benchmarks. Only with the
+/// `bench-hooks` feature.
+#[cfg(feature = "bench-hooks")]
 pub fn bench_pool_cycle(bytes: usize) -> std::io::Result<()> {
     let stack = PooledStack::take(bytes)?;
     drop(std::hint::black_box(stack));

@@ -1,5 +1,12 @@
 //! The reactor: a `mio::Poll` and the table of registered I/O sources.
 //!
+//! It owns its sources: the scheduler hands it a wait to file under a
+//! source, and it hands back, through [`Wakeups`], the waits an event ends,
+//! performing the `accept` itself for tasks waiting in
+//! [`Op::Accept`](crate::raw::Op::Accept). Wake-ups sent from other threads
+//! ([`RemoteQueue`]) and the precise timer ([`timerfd`]) come in through the
+//! same poll.
+//!
 //! Each socket registers once, when it is created, for both read and write
 //! readiness in edge-triggered mode; the source's slot in the table is its
 //! `mio::Token`. A task that hits `WouldBlock` parks itself in the slot's
@@ -8,75 +15,87 @@
 //! returned `WouldBlock`, so no edge is missed: data that arrives after the
 //! failed attempt raises a new event.
 
-use std::cell::Cell;
 use std::io;
 use std::os::fd::RawFd;
-use std::rc::Rc;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
-use crate::op::IoId;
-use crate::park::RemoteQueue;
-use crate::task::Waiter;
-use crate::timerfd::TimerFd;
+use crate::protocol::{IoId, Resume, WaitToken};
 
-/// Deadlines further off than this are waited for with epoll's timeout.
-const FAR: Duration = Duration::from_millis(5);
+mod accept;
+mod read_events;
+mod remote;
+mod timerfd;
+
+pub(crate) use read_events::{ReadEvents, ReadMark};
+pub(crate) use remote::RemoteQueue;
+use timerfd::TimerFd;
+
+/// Deadlines further off than this are waited for with epoll's own
+/// (millisecond) timeout rather than the precise timer.
+const PRECISE_WITHIN: Duration = Duration::from_millis(5);
 /// How much earlier than a far deadline epoll's timeout ends (mio rounds
 /// it up to whole milliseconds, so this keeps the wake-up before it).
-const EARLY: Duration = Duration::from_millis(2);
+const EPOLL_TIMEOUT_MARGIN: Duration = Duration::from_millis(2);
 
 /// Serial numbers of registrations, unique in the process.
 static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Token of the precise-timer `timerfd`; slab keys never come near it.
-pub(crate) const TIMER_KEY: usize = usize::MAX - 1;
+const TIMER_KEY: usize = usize::MAX - 1;
 /// Token of the cross-thread `mio::Waker`.
-pub(crate) const WAKER_KEY: usize = usize::MAX - 2;
+const WAKER_KEY: usize = usize::MAX - 2;
 
-/// The bit of [`Source::read_events`] that says the end of the stream (or
-/// an error) has been reported.
-pub(crate) const READ_CLOSED: u64 = 1 << 63;
+/// What the reactor asks of the task table when an event ends waits.
+pub(crate) trait Wakeups {
+    /// True while `w` is still the wait its task is in.
+    fn is_waiting(&self, w: WaitToken) -> bool;
+    /// Ends the wait `w` with `value`, if the task is still in it; `cause`
+    /// is for the trace.
+    fn wake(&mut self, w: WaitToken, value: Resume, cause: &'static str);
+}
 
-/// Which way a task waits on a source.
+/// What a task waits for on a source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Dir {
+pub(crate) enum WaitFor {
     /// Readable (or hung up, or failed).
-    Read,
-    /// Readable listener: the scheduler accepts for the task.
-    Accept,
+    Readable,
+    /// A connection on a listening socket: the reactor accepts it for the
+    /// task and hands it over with the wake-up.
+    Connection,
     /// Writable (or hung up, or failed).
-    Write,
+    Writable,
 }
 
 /// One registered source.
 #[derive(Debug)]
-pub(crate) struct Source {
+struct Source {
+    /// Tells this registration from earlier ones of the same slot.
     serial: u64,
-    /// The file descriptor, for `accept`s the scheduler performs.
-    pub(crate) fd: RawFd,
+    /// The file descriptor, for the `accept`s the reactor performs.
+    fd: RawFd,
     /// Tasks waiting to read or accept.
-    pub(crate) readers: Vec<(Waiter, Dir)>,
+    readers: Vec<(WaitToken, WaitFor)>,
     /// Tasks waiting to write.
-    pub(crate) writers: Vec<Waiter>,
-    /// How many read events the source has had, shared with its socket: a
+    writers: Vec<WaitToken>,
+    /// The read events the source has had, shared with its socket: a
     /// stream whose last read came back short (so it emptied the socket)
     /// and that has had no read event since knows the next read would find
-    /// nothing, and waits without trying it. The [`READ_CLOSED`] bit stays
-    /// set once an event reported the end of the stream or an error.
-    pub(crate) read_events: Rc<Cell<u64>>,
+    /// nothing, and waits without trying it.
+    read_events: ReadEvents,
 }
 
 /// Readiness of one source, as reported by one event.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Readiness {
-    pub(crate) key: usize,
-    pub(crate) read: bool,
-    pub(crate) write: bool,
+    key: usize,
+    read: bool,
+    write: bool,
     /// The peer closed its side, or the socket failed.
-    pub(crate) read_closed: bool,
+    read_closed: bool,
 }
 
 /// The poller and the sources registered with it.
@@ -84,13 +103,15 @@ pub(crate) struct Readiness {
 pub(crate) struct Reactor {
     poll: Poll,
     events: Events,
-    pub(crate) sources: Slab<Source>,
+    sources: Slab<Source>,
     /// The precise timer, when the kernel gave us one.
     timer: Option<TimerFd>,
     /// The deadline the timer is armed for.
-    timer_deadline: Option<std::time::Instant>,
+    timer_deadline: Option<Instant>,
     /// Wake-ups from other threads; created on first use.
-    remote: Option<std::sync::Arc<RemoteQueue>>,
+    remote: Option<Arc<RemoteQueue>>,
+    /// Wake-ups taken from `remote`; kept to reuse its allocation.
+    remote_scratch: Vec<WaitToken>,
 }
 
 impl Reactor {
@@ -115,31 +136,30 @@ impl Reactor {
             timer,
             timer_deadline: None,
             remote: None,
+            remote_scratch: Vec::new(),
         })
     }
 
     /// The queue other threads use to wake tasks here, created on first use.
-    pub(crate) fn remote_queue(&mut self) -> io::Result<std::sync::Arc<RemoteQueue>> {
+    pub(crate) fn remote_queue(&mut self) -> io::Result<Arc<RemoteQueue>> {
         if let Some(q) = &self.remote {
             return Ok(q.clone());
         }
         let waker = mio::Waker::new(self.poll.registry(), Token(WAKER_KEY))?;
-        let q = std::sync::Arc::new(RemoteQueue::new(waker));
+        let q = Arc::new(RemoteQueue::new(waker));
         self.remote = Some(q.clone());
         Ok(q)
     }
 
-    /// The remote queue, if one was ever made.
-    pub(crate) fn remote(&self) -> Option<&std::sync::Arc<RemoteQueue>> {
-        self.remote.as_ref()
-    }
-
-    /// True while another thread holds a way to wake this scheduler, or a
-    /// wake-up it sent (before dropping its handle) is still queued.
-    pub(crate) fn has_remote_handles(&self) -> bool {
-        self.remote
-            .as_ref()
-            .is_some_and(|q| std::sync::Arc::strong_count(q) > 1 || q.has_pending())
+    /// True when nothing registered here can ever produce an event: no
+    /// source, and no other thread holding a way to wake this scheduler
+    /// (nor a wake-up it sent, before dropping its handle, still queued).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.sources.is_empty()
+            && !self
+                .remote
+                .as_ref()
+                .is_some_and(|q| Arc::strong_count(q) > 1 || q.has_pending())
     }
 
     /// Registers `source` (whose descriptor is `fd`) for read and write
@@ -148,7 +168,7 @@ impl Reactor {
         &mut self,
         source: &mut impl mio::event::Source,
         fd: RawFd,
-    ) -> io::Result<(IoId, Rc<Cell<u64>>)> {
+    ) -> io::Result<(IoId, ReadEvents)> {
         let entry = self.sources.vacant_entry();
         let key = entry.key();
         self.poll.registry().register(
@@ -159,7 +179,7 @@ impl Reactor {
         // Serials are unique in the process, not just in this reactor, so a
         // socket kept from an earlier run never matches a live one here.
         let serial = NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let read_events = Rc::new(Cell::new(0));
+        let read_events = ReadEvents::default();
         entry.insert(Source {
             serial,
             fd,
@@ -170,47 +190,143 @@ impl Reactor {
         Ok((IoId { key, serial }, read_events))
     }
 
-    /// Deregisters a source and frees its slot. Returns the tasks that were
-    /// still waiting on it, to be woken with an error.
+    /// Deregisters a source and frees its slot. The tasks still waiting on
+    /// it are woken with an error.
     pub(crate) fn deregister(
         &mut self,
         id: IoId,
         source: &mut impl mio::event::Source,
-    ) -> Vec<Waiter> {
+        wakeups: &mut impl Wakeups,
+    ) {
         if self.get_mut(id).is_none() {
-            return Vec::new();
+            return;
         }
         // Closing the descriptor would drop the epoll entry anyway; doing it
         // explicitly also covers descriptors that were duplicated.
         let _ = self.poll.registry().deregister(source);
         let src = self.sources.remove(id.key);
-        src.readers
-            .into_iter()
-            .map(|(w, _)| w)
-            .chain(src.writers)
-            .collect()
+        for w in src.readers.into_iter().map(|(w, _)| w).chain(src.writers) {
+            wakeups.wake(
+                w,
+                Resume::Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "yieldloop: the socket was closed while a task waited on it",
+                )),
+                "closed",
+            );
+        }
     }
 
     /// The source named by `id`, unless the id is stale.
-    pub(crate) fn get_mut(&mut self, id: IoId) -> Option<&mut Source> {
+    fn get_mut(&mut self, id: IoId) -> Option<&mut Source> {
         self.sources
             .get_mut(id.key)
             .filter(|s| s.serial == id.serial)
     }
 
-    /// Parks `waiter` on a source. Errors if the id is stale.
-    pub(crate) fn add_waiter(&mut self, id: IoId, dir: Dir, waiter: Waiter) -> io::Result<()> {
+    /// Files the wait `w` under the source `id`.
+    ///
+    /// # Errors
+    ///
+    /// `NotConnected` if the id is stale (its socket was closed, or it
+    /// belongs to another scheduler).
+    pub(crate) fn add_waiter(
+        &mut self,
+        id: IoId,
+        what: WaitFor,
+        w: WaitToken,
+        is_waiting: impl Fn(WaitToken) -> bool,
+    ) -> io::Result<()> {
         let src = self.get_mut(id).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotConnected,
                 "yieldloop: the I/O source was closed or belongs to another scheduler",
             )
         })?;
-        match dir {
-            Dir::Read | Dir::Accept => src.readers.push((waiter, dir)),
-            Dir::Write => src.writers.push(waiter),
+        // Waits that ended another way (a timeout, a cancellation) leave
+        // their entries behind; drop them before the list grows.
+        if src.readers.len() + src.writers.len() > 4 {
+            src.readers.retain(|(w, _)| is_waiting(*w));
+            src.writers.retain(|w| is_waiting(*w));
+        }
+        match what {
+            WaitFor::Readable | WaitFor::Connection => src.readers.push((w, what)),
+            WaitFor::Writable => src.writers.push(w),
         }
         Ok(())
+    }
+
+    /// Ends the waits one event makes ready: the wake-ups other threads
+    /// sent, or the waits on one source.
+    pub(crate) fn dispatch(&mut self, r: Readiness, wakeups: &mut impl Wakeups) {
+        if r.key == WAKER_KEY {
+            self.drain_remote(wakeups);
+        } else {
+            self.dispatch_source(r, wakeups);
+        }
+    }
+
+    /// Wakes the tasks other threads asked to wake.
+    fn drain_remote(&mut self, wakeups: &mut impl Wakeups) {
+        if let Some(q) = &self.remote {
+            q.drain(&mut self.remote_scratch);
+            for w in self.remote_scratch.drain(..) {
+                wakeups.wake(w, Resume::Ready, "remote");
+            }
+        }
+    }
+
+    /// Wakes the tasks waiting on one source that became ready; accepts a
+    /// connection for each task waiting for one, while there are any.
+    fn dispatch_source(&mut self, r: Readiness, wakeups: &mut impl Wakeups) {
+        let Some(src) = self.sources.get_mut(r.key) else {
+            return;
+        };
+        if r.read {
+            src.read_events.record(r.read_closed);
+        }
+        // The lists are taken out while their tasks are woken, then put
+        // back emptied, so their allocations serve the next waits.
+        let mut readers = if r.read {
+            std::mem::take(&mut src.readers)
+        } else {
+            Vec::new()
+        };
+        let mut writers = if r.write {
+            std::mem::take(&mut src.writers)
+        } else {
+            Vec::new()
+        };
+        let mut still_waiting = Vec::new();
+        for (w, what) in readers.drain(..) {
+            if what != WaitFor::Connection {
+                wakeups.wake(w, Resume::Ready, "socket");
+                continue;
+            }
+            // Accept only for a task still waiting: a connection accepted
+            // for nobody would be lost.
+            if !wakeups.is_waiting(w) {
+                continue;
+            }
+            match accept::accept_on(src.fd) {
+                Ok((stream, addr)) => wakeups.wake(w, Resume::Accepted(stream, addr), "socket"),
+                // Another acceptor (or a spurious event) took it.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => still_waiting.push((w, what)),
+                Err(e) => wakeups.wake(w, Resume::Err(e), "socket"),
+            }
+        }
+        for w in writers.drain(..) {
+            wakeups.wake(w, Resume::Ready, "socket");
+        }
+        readers.extend(still_waiting);
+        if src.readers.is_empty() {
+            src.readers = readers;
+        } else {
+            src.readers.extend(readers);
+        }
+        if src.writers.is_empty() {
+            src.writers = writers;
+        }
     }
 
     /// Waits for events until `deadline` (`None`: until one arrives), and
@@ -222,8 +338,8 @@ impl Reactor {
     /// millisecond.
     pub(crate) fn poll(
         &mut self,
-        deadline: Option<std::time::Instant>,
-        now: std::time::Instant,
+        deadline: Option<Instant>,
+        now: Instant,
         out: &mut Vec<Readiness>,
     ) -> io::Result<()> {
         let timeout = match deadline {
@@ -234,7 +350,7 @@ impl Reactor {
             // here with the deadline near and arms the precise timer. A
             // server whose reads carry far deadlines (idle timeouts) would
             // otherwise re-arm the timer on almost every turn.
-            Some(d) if d - now > FAR => Some(d - now - EARLY),
+            Some(d) if d - now > PRECISE_WITHIN => Some(d - now - EPOLL_TIMEOUT_MARGIN),
             Some(d) => match &mut self.timer {
                 Some(timer) => {
                     let armed_in_time =

@@ -16,24 +16,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use crate::task::TaskId;
-
-/// Names an I/O source registered with the current scheduler's reactor.
-///
-/// Sockets from [`net`](crate::net) register themselves when they are created
-/// and hand out their id through `io_id()`; the id is then used in
-/// [`Op::ReadReady`], [`Op::WriteReady`] and [`Op::Accept`].
-///
-/// An id carries a serial number, so an id whose source has gone away (and
-/// whose table slot may have been reused) is recognised as stale and answered
-/// with an error instead of waking on somebody else's socket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct IoId {
-    /// Slot in the reactor's source table; also the `mio::Token`.
-    pub(crate) key: usize,
-    /// Serial number of the registration that owns the slot.
-    pub(crate) serial: u64,
-}
+use super::ids::{IoId, ParkToken, TaskId};
 
 /// What a task asks the scheduler for when it pauses.
 ///
@@ -74,7 +57,7 @@ pub enum Op {
     /// The building block of channels, mutexes and other waiting
     /// primitives; see [`park`](crate::park). A token that does not belong to
     /// the calling task is answered with [`Resume::Err`].
-    Park(crate::park::ParkToken, Option<Instant>),
+    Park(ParkToken, Option<Instant>),
 }
 
 /// What the scheduler sends back when it resumes a task.

@@ -61,8 +61,8 @@ static FROM_ENV: Once = Once::new();
 /// ```
 /// use std::time::Duration;
 /// // Quieter: only complain about tasks that hog the thread for a second.
-/// yieldloop::set_slow_task_threshold(Some(Duration::from_secs(1)));
-/// # yieldloop::set_slow_task_threshold(Some(Duration::from_millis(100)));
+/// yieldloop::diag::set_slow_task_threshold(Some(Duration::from_secs(1)));
+/// # yieldloop::diag::set_slow_task_threshold(Some(Duration::from_millis(100)));
 /// ```
 pub fn set_slow_task_threshold(threshold: Option<Duration>) {
     FROM_ENV.call_once(|| {});

@@ -13,7 +13,8 @@
 //!
 //! The handler only reads a thread-local pointer to plain words that the scheduler
 //! updates before each resume, and calls `write(2)` and `sigaction(2)`,
-//! which are async-signal-safe.
+//! which are async-signal-safe. It learns where that pointer is from the
+//! function handed to [`install`]: the stack layer knows nothing of tasks.
 
 use std::cell::Cell;
 use std::ptr;
@@ -51,9 +52,17 @@ unsafe impl Sync for Previous {}
 // SAFETY: as above.
 unsafe impl Send for Previous {}
 
+/// Finds the guard info of the task running on the calling thread (null
+/// when none runs); must be async-signal-safe. Set once, by the first
+/// [`install`].
+static RUNNING_GUARD: OnceLock<fn() -> *const GuardInfo> = OnceLock::new();
+
 /// Installs the handler (once per process) and makes sure this thread has an
-/// alternate signal stack.
-pub(crate) fn install() {
+/// alternate signal stack. `running_guard` tells the handler the guard info
+/// of the task running on the faulting thread (null when none runs); it is
+/// called from the signal handler, so it must be async-signal-safe.
+pub(crate) fn install(running_guard: fn() -> *const GuardInfo) {
+    RUNNING_GUARD.get_or_init(|| running_guard);
     PREVIOUS.get_or_init(|| {
         // SAFETY: sigaction is called with valid pointers to initialised
         // structs; the handler is an `extern "C"` fn of the SA_SIGINFO shape.
@@ -126,9 +135,9 @@ fn ensure_alt_stack() {
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
-    let running = crate::context::running_guard();
+    let running = RUNNING_GUARD.get().map_or(ptr::null(), |f| f());
     // SAFETY: a non-null pointer names the running task's guard info, kept
-    // alive by its task body for the whole resume (see `context`).
+    // alive by its task's header for the whole resume (see `task_context`).
     let running = unsafe { running.as_ref() };
     if let Some(t) = running.filter(|t| addr >= t.guard_lo && addr < t.guard_hi) {
         report(t, addr);

@@ -1,0 +1,320 @@
+//! The loop itself: turns of resumes, polls between them, and what the
+//! loop does around each resume (prefetching, panic attribution, the
+//! slow-task report, the trace).
+
+use std::panic;
+use std::time::Instant;
+
+use corosensei::CoroutineResult;
+
+use super::table::TaskState;
+use super::{Core, Scheduler};
+use crate::protocol::{Op, Resume, TaskId};
+use crate::task;
+use crate::trace;
+
+/// While tasks stay ready, the loop polls for I/O events only every this
+/// many turns (a turn runs every ready task once) …
+const POLL_EVERY_TURNS: u32 = 32;
+/// … and this many resumes, so that turns of one or two tasks do not pay
+/// a system call every few dozen hand-overs. Both bound how long a socket
+/// waits behind busy tasks: a few hundred short resumes.
+const POLL_EVERY_RESUMES: usize = 256;
+
+/// Turns of at least this many tasks resume each with the memory of a task
+/// further on its way into the cache (see [`task::prefetch_task`]) …
+const PREFETCH_FROM_TASKS: usize = 8;
+/// … this many places further in the turn.
+const PREFETCH_AHEAD: usize = 2;
+
+/// Settings read once per turn of the loop, not once per resume.
+#[derive(Debug)]
+struct Turn {
+    /// Is the trace on?
+    traced: bool,
+}
+
+impl Core {
+    /// Wakes every task whose deadline is due at `now`.
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(entry) = self.timers.pop_due(now) {
+            let value = match entry.kind {
+                crate::timer::TimerKind::Sleep => Resume::Ready,
+                crate::timer::TimerKind::Deadline => Resume::TimedOut,
+            };
+            self.waking().wake_by_timer(entry.waiter, value);
+        }
+    }
+
+    /// Until when the next poll may block: `now` if tasks are ready, else
+    /// the next live deadline, else `None` (until an event).
+    fn poll_deadline(&mut self, now: Instant) -> Option<Instant> {
+        if !self.tasks.run_queue.is_empty() {
+            return Some(now);
+        }
+        let tasks = &self.tasks;
+        self.timers.next_deadline(|w| tasks.is_waiting(w))
+    }
+}
+
+impl Scheduler {
+    /// Starts loading what resuming the task in slot `key` touches (see
+    /// [`task::prefetch_task`]), from the addresses noted for it.
+    fn prefetch(&self, key: usize) {
+        let core = self.core.borrow();
+        if let Some(h) = core.tasks.hints.get(key) {
+            task::prefetch_task(h.header, h.paused_sp);
+        }
+    }
+
+    /// Runs one queued task until it pauses or ends, and files it.
+    fn run_one(&self, id: TaskId, turn: &mut Turn) {
+        let key = id.key;
+        let (header, value) = {
+            let mut core = self.core.borrow_mut();
+            let Some(t) = core.tasks.get_mut(id) else {
+                return;
+            };
+            if t.state != TaskState::Queued {
+                return;
+            }
+            let Some(header) = &t.header else {
+                return;
+            };
+            let header = header.as_ptr();
+            t.state = TaskState::Running { cancel: false };
+            (header, t.resume.take().unwrap_or(Resume::Ready))
+        };
+        let traced = turn.traced;
+        if traced {
+            let name = self.task_name(id);
+            trace::emit(format_args!(
+                "resume {} with {}",
+                trace::Who(id.serial, name.as_deref()),
+                trace::ShowResume(&value)
+            ));
+        }
+        let resume_no = self.watch.begin(id.serial);
+        // A panic out of the resume is caught for the whole turn in
+        // `run_until` (one landing pad per turn, not per resume), which
+        // reads this to know whose it was.
+        self.resuming.set(Some(key));
+        // SAFETY: the header belongs to the task record, which stays in the
+        // table while the task is `Running`: a cancellation only marks a
+        // running task, and nothing else removes one before this function
+        // does, below.
+        let result = unsafe { task::resume_task(header, value) };
+        self.resuming.set(None);
+        if traced {
+            let name = self.task_name(id);
+            let who = trace::Who(id.serial, name.as_deref());
+            match &result {
+                CoroutineResult::Yield(op) => trace::emit(format_args!(
+                    "yield  {who} -> {}",
+                    trace::ShowOp(op, Instant::now())
+                )),
+                _ => trace::emit(format_args!("end    {who}")),
+            }
+        }
+        if self.watch.end() {
+            self.warn_slow(resume_no, id);
+        }
+        let mut core = self.core.borrow_mut();
+        match result {
+            CoroutineResult::Yield(op) => {
+                // SAFETY: as for the resume above: the header lives while
+                // the task's record is in the table, and its task just
+                // paused.
+                let paused_sp = unsafe { task::paused_sp(header) };
+                if let Some(h) = core.tasks.hints.get_mut(key) {
+                    h.paused_sp = paused_sp;
+                }
+                let task = &mut core.tasks.slab[key];
+                if task.state == (TaskState::Running { cancel: true }) {
+                    let header = core.remove(key);
+                    drop(core);
+                    if let Some(header) = header {
+                        task::drop_task(header);
+                    }
+                } else if let Op::Yield = op {
+                    // The hottest op: straight back to the queue, no wait
+                    // token. (`resume` is `None`, which reads as `Ready`.)
+                    task.state = TaskState::Queued;
+                    core.tasks.run_queue.push(id);
+                } else {
+                    core.wait_for(id, op, self.id);
+                }
+            }
+            CoroutineResult::Return(()) => {
+                let header = core.remove(key);
+                drop(core);
+                // The coroutine is done: dropping it only returns its stack.
+                drop(header);
+            }
+        }
+    }
+
+    /// Handles a panic that unwound out of a turn: if it came out of a
+    /// task's resume (the task's body catches its own panics, so this is a
+    /// panic in the runtime itself while it ran the task), that task is
+    /// gone and the others go on; any other panic goes on unwinding.
+    #[cold]
+    fn resume_panicked(&self, payload: Box<dyn std::any::Any + Send>) {
+        let key = self.resuming.take();
+        let id = key.and_then(|key| self.core.borrow().tasks.slab.get(key).map(|t| t.id));
+        let (Some(key), Some(id)) = (key, id) else {
+            panic::resume_unwind(payload)
+        };
+        self.watch.end();
+        let header = self.core.borrow_mut().remove(key);
+        if let Some(header) = header {
+            task::drop_task(header);
+        }
+        eprintln!(
+            "yieldloop: internal error while running task {id}: {}",
+            crate::failure::payload_text(&*payload).unwrap_or("<non-string panic>")
+        );
+    }
+
+    /// Warns about the resume the slow-task monitor flagged: normally the
+    /// one that just ended (`resume_no`, of task `id`), or, when the flag
+    /// came a moment too late for that resume's check, an earlier one.
+    #[cold]
+    fn warn_slow(&self, resume_no: u64, id: TaskId) {
+        let Some(flag) = self.watch.take_flag() else {
+            return;
+        };
+        let Some(limit) = crate::slow_task::threshold() else {
+            return;
+        };
+        let name = if flag.resume == resume_no {
+            self.task_name(id)
+        } else {
+            let core = self.core.borrow();
+            core.tasks
+                .slab
+                .iter()
+                .find(|(_, t)| t.id.serial == flag.task)
+                .and_then(|(_, t)| t.name.clone())
+        };
+        crate::slow_task::warn(flag.task, name.as_deref(), flag.held.max(limit), limit);
+    }
+
+    /// The name of a live task.
+    fn task_name(&self, id: TaskId) -> Option<std::rc::Rc<str>> {
+        let mut core = self.core.borrow_mut();
+        core.tasks.get_mut(id).and_then(|t| t.name.clone())
+    }
+
+    /// Runs the loop until `done()` says so.
+    pub(crate) fn run_until(&self, done: impl Fn() -> bool) {
+        let mut ready = std::mem::take(&mut *self.ready_buf.borrow_mut());
+        let mut batch = std::mem::take(&mut *self.batch_buf.borrow_mut());
+        let mut turns_without_poll = 0u32;
+        let mut resumes_without_poll = 0usize;
+        loop {
+            // 1. Run every task that is ready now, once. Tasks they wake or
+            //    spawn wait for the next turn, so the poll below is never
+            //    starved by tasks that keep yielding.
+            std::mem::swap(&mut batch, &mut self.core.borrow_mut().tasks.run_queue);
+            let mut turn = Turn {
+                traced: trace::on(),
+            };
+            let mut next = 0;
+            // With a handful of tasks, their memory stays in the cache.
+            let prefetch = batch.len() >= PREFETCH_FROM_TASKS;
+            let finished = loop {
+                let turn_run = panic::catch_unwind(panic::AssertUnwindSafe(|| {
+                    while next < batch.len() {
+                        let id = batch[next];
+                        next += 1;
+                        if prefetch {
+                            if let Some(ahead) = batch.get(next + PREFETCH_AHEAD - 1) {
+                                self.prefetch(ahead.key);
+                            }
+                        }
+                        self.run_one(id, &mut turn);
+                        if done() {
+                            return true;
+                        }
+                    }
+                    false
+                }));
+                match turn_run {
+                    Ok(finished) => break finished,
+                    Err(payload) => self.resume_panicked(payload),
+                }
+            };
+            if finished {
+                // Leave the rest of the turn at the head of the queue for a
+                // later run of the loop.
+                let mut core = self.core.borrow_mut();
+                let queue = &mut core.tasks.run_queue;
+                queue.splice(0..0, batch.drain(next..));
+                batch.clear();
+                drop(core);
+                *self.ready_buf.borrow_mut() = ready;
+                *self.batch_buf.borrow_mut() = batch;
+                return;
+            }
+            resumes_without_poll += batch.len();
+            batch.clear();
+            // 2. Sleep in the kernel until an event or the next deadline.
+            let mut core = self.core.borrow_mut();
+            if !core.tasks.run_queue.is_empty() {
+                // Tasks are ready: a poll could not sleep anyway, so only
+                // look for events every few turns; a syscall per turn would
+                // cost more than the turn itself. Timers still fire, and the
+                // clock is only read when there are timers to fire.
+                turns_without_poll += 1;
+                if turns_without_poll < POLL_EVERY_TURNS
+                    || resumes_without_poll < POLL_EVERY_RESUMES
+                {
+                    if !core.timers.is_empty() {
+                        core.fire_timers(Instant::now());
+                    }
+                    continue;
+                }
+            }
+            let now = Instant::now();
+            let deadline = core.poll_deadline(now);
+            if deadline != Some(now) {
+                // About to sleep: a good moment to hand idle stack memory
+                // back to the kernel.
+                crate::stack::trim();
+            }
+            turns_without_poll = 0;
+            resumes_without_poll = 0;
+            if deadline.is_none() && core.reactor.is_idle() {
+                // No timer, no socket, no ready task: nothing can ever wake
+                // the tasks that are left. Return; the caller reports it.
+                *self.ready_buf.borrow_mut() = ready;
+                *self.batch_buf.borrow_mut() = batch;
+                return;
+            }
+            ready.clear();
+            let traced = trace::on();
+            if traced {
+                trace::poll_start(deadline, now);
+            }
+            if let Err(e) = core.reactor.poll(deadline, now, &mut ready) {
+                panic!("yieldloop: polling for I/O events failed: {e}");
+            }
+            if traced {
+                trace::poll_end(now, ready.len());
+            }
+            // 3. Wake the tasks whose sockets are ready or whom other
+            //    threads woke …
+            let core = &mut *core;
+            let mut waking = super::Waking {
+                tasks: &mut core.tasks,
+                timers: &mut core.timers,
+            };
+            for r in ready.iter().copied() {
+                core.reactor.dispatch(r, &mut waking);
+            }
+            // 4. … and those whose deadlines are due.
+            core.fire_timers(Instant::now());
+        }
+    }
+}

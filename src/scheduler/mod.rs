@@ -1,0 +1,346 @@
+//! The scheduler: one per thread, it owns every task on that thread and runs
+//! the loop.
+//!
+//! ```text
+//!   ┌─▶ run every task that is ready now, once, in FIFO order
+//!   │        each runs until it yields an Op; the Op files it under a
+//!   │        timer, a socket, another task, or back in the run queue
+//!   │   poll the kernel: don't wait if tasks are ready, else until the
+//!   │        next deadline, else until an event (0% CPU while idle)
+//!   │   wake the tasks whose sockets became ready
+//!   └── wake the tasks whose deadlines are due (deadline <= now)
+//! ```
+//!
+//! One file per job:
+//!
+//! - this file: the [`Scheduler`] and its lifecycle (spawn, cancel,
+//!   shutdown, [`run_main`]) and the calls the layers above make on it;
+//! - `current`: the thread-local that makes this thread's scheduler
+//!   reachable;
+//! - `table`: the task table, each task's [`TaskState`](table::TaskState)
+//!   and the run queue;
+//! - `wait_for`: filing a paused task under what its `Op` waits for;
+//! - `event_loop`: the loop itself: turns, resumes, prefetching, polling,
+//!   panic attribution and the slow-task report.
+//!
+//! The scheduler state sits in a `RefCell` reached through the thread-local
+//! in `current`. A running task stays in the task table, marked
+//! [`Running`](table::TaskState::Running) (a cancellation then only flags
+//! it), and no borrow of the state is held across a resume, so a task can
+//! spawn, wake and cancel other tasks freely.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::protocol::{IoId, Resume, SchedulerId, TaskId, WaitToken};
+use crate::reactor::{Reactor, ReadEvents, Readiness, RemoteQueue, WaitFor, Wakeups};
+use crate::stack::{PooledStack, DEFAULT_STACK_SIZE};
+use crate::task::{self, OwnedHeader};
+use crate::timer::Timers;
+use crate::trace;
+
+mod current;
+mod event_loop;
+mod table;
+mod wait_for;
+
+pub(crate) use current::{has_scheduler, install, try_with_scheduler, with_scheduler};
+use table::{PrefetchHint, Task, TaskState, TaskTable, Waking};
+
+/// One thread's scheduler.
+#[derive(Debug)]
+pub(crate) struct Scheduler {
+    /// Unique in the process.
+    pub(crate) id: SchedulerId,
+    core: RefCell<Core>,
+    /// Readiness collected by the last poll; kept to reuse its allocation.
+    ready_buf: RefCell<Vec<Readiness>>,
+    /// The turn being run; kept to reuse its allocation.
+    batch_buf: RefCell<Vec<TaskId>>,
+    /// The slot of the task being resumed while a resume runs.
+    resuming: Cell<Option<usize>>,
+    /// What this scheduler shows the slow-task monitor.
+    watch: Arc<crate::slow_task::Watch>,
+}
+
+/// The scheduler's mutable state.
+#[derive(Debug)]
+struct Core {
+    tasks: TaskTable,
+    timers: Timers,
+    reactor: Reactor,
+}
+
+impl Core {
+    /// The task table and timer heap, as the [`Wakeups`] that end waits.
+    fn waking(&mut self) -> Waking<'_> {
+        Waking {
+            tasks: &mut self.tasks,
+            timers: &mut self.timers,
+        }
+    }
+
+    /// Removes a task from the table, wakes its joiners and hands back its
+    /// header, to be dropped by the caller *after* the borrow of the core
+    /// ends: dropping a suspended coroutine unwinds it, and its destructors
+    /// may reach the scheduler.
+    fn remove(&mut self, key: usize) -> Option<OwnedHeader> {
+        let mut task = self.tasks.slab.try_remove(key)?;
+        if let TaskState::Waiting { timer: true, .. } = task.state {
+            let tasks = &self.tasks;
+            self.timers.mark_stale(|x| tasks.is_waiting(x));
+        }
+        for w in task.joiners.take() {
+            self.waking().wake(w, Resume::Ready, "task-end");
+        }
+        task.header.take()
+    }
+}
+
+impl Scheduler {
+    pub(crate) fn new() -> io::Result<Scheduler> {
+        Ok(Scheduler {
+            id: SchedulerId::next(),
+            core: RefCell::new(Core {
+                tasks: TaskTable::default(),
+                timers: Timers::default(),
+                reactor: Reactor::new()?,
+            }),
+            ready_buf: RefCell::new(Vec::new()),
+            batch_buf: RefCell::new(Vec::new()),
+            resuming: Cell::new(None),
+            watch: crate::slow_task::Watch::register(),
+        })
+    }
+
+    /// Spawns a task; it is queued to run after the tasks already ready.
+    /// `make_body` is given the new task's id and returns what the task
+    /// runs, which must leave its outcome wherever its handle looks for it
+    /// (the body is dropped unrun if the task is cancelled before its first
+    /// turn).
+    pub(crate) fn spawn<B>(
+        &self,
+        name: Option<Rc<str>>,
+        stack_size: usize,
+        make_body: impl FnOnce(TaskId) -> B,
+    ) -> io::Result<TaskId>
+    where
+        B: FnOnce() + 'static,
+    {
+        let mut stack = PooledStack::take(stack_size)?;
+        let header_at = stack.reserve_top(OwnedHeader::SIZE);
+        let mut guard = stack.guard_info();
+        let mut core = self.core.borrow_mut();
+        let tasks = &mut core.tasks;
+        tasks.next_serial += 1;
+        let entry = tasks.slab.vacant_entry();
+        let id = TaskId {
+            key: entry.key(),
+            serial: tasks.next_serial,
+        };
+        guard.id = id.serial;
+        if let Some(n) = &name {
+            // The name lives in the task record as long as the task runs.
+            guard.name_ptr = n.as_ptr() as usize;
+            guard.name_len = n.len();
+        }
+        let co = task::new_coroutine(stack, make_body(id));
+        if tasks.hints.len() <= id.key {
+            tasks.hints.resize(id.key + 1, PrefetchHint::default());
+        }
+        tasks.hints[id.key] = PrefetchHint {
+            header: header_at.as_ptr() as usize,
+            paused_sp: 0,
+        };
+        entry.insert(Task {
+            id,
+            name,
+            // SAFETY: `header_at` was reserved on the stack `co` runs on.
+            header: Some(unsafe { OwnedHeader::new_in(header_at, co, id, guard) }),
+            state: TaskState::Queued,
+            resume: None,
+            joiners: Default::default(),
+        });
+        tasks.run_queue.push(id);
+        if trace::on() {
+            let name = tasks.slab[id.key].name.clone();
+            let by = task::current_task()
+                .filter(|_| task::in_task())
+                .map_or("run".to_string(), |p| format!("task {p}"));
+            trace::emit(format_args!(
+                "spawn  {} by {by}",
+                trace::Who(id.serial, name.as_deref())
+            ));
+        }
+        Ok(id)
+    }
+
+    /// A fresh wait token for the task in slot `key` (see [`WaitToken`]).
+    pub(crate) fn wait_token(&self, key: usize) -> WaitToken {
+        let token = self.core.borrow_mut().tasks.fresh_token();
+        WaitToken { key, token }
+    }
+
+    /// Ends the wait `w` if its task is still in it; see
+    /// [`ParkToken`](crate::raw::ParkToken).
+    pub(crate) fn unpark(&self, w: WaitToken) -> bool {
+        let mut core = self.core.borrow_mut();
+        if core.tasks.is_waiting(w) {
+            core.waking().wake(w, Resume::Ready, "unpark");
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Makes readiness of `io` end the wait `w` (with [`Resume::Ready`]),
+    /// for waits on several things at once.
+    pub(crate) fn watch_io(&self, w: WaitToken, io: IoId, write: bool) -> io::Result<()> {
+        let what = if write {
+            WaitFor::Writable
+        } else {
+            WaitFor::Readable
+        };
+        let core = &mut *self.core.borrow_mut();
+        let tasks = &core.tasks;
+        core.reactor
+            .add_waiter(io, what, w, |x| tasks.is_waiting(x))
+    }
+
+    /// Makes the end of `task` end the wait `w`; returns false if the task
+    /// has ended.
+    pub(crate) fn watch_task(&self, w: WaitToken, task: TaskId) -> bool {
+        match self.core.borrow_mut().tasks.get_mut(task) {
+            Some(t) => {
+                t.joiners.push(w);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// True if the task of `w` is still in that wait.
+    pub(crate) fn is_waiting(&self, w: WaitToken) -> bool {
+        self.core.borrow().tasks.is_waiting(w)
+    }
+
+    /// The queue other threads wake this scheduler's tasks through.
+    ///
+    /// # Panics
+    ///
+    /// If the kernel refuses the `eventfd` behind it (out of descriptors).
+    pub(crate) fn remote_queue(&self) -> Arc<RemoteQueue> {
+        match self.core.borrow_mut().reactor.remote_queue() {
+            Ok(q) => q,
+            Err(e) => panic!("yieldloop: cannot create a cross-thread waker: {e}"),
+        }
+    }
+
+    /// Cancels a task: see [`JoinHandle::cancel`](crate::JoinHandle::cancel).
+    pub(crate) fn cancel(&self, id: TaskId) {
+        let header = {
+            let mut core = self.core.borrow_mut();
+            match core.tasks.get_mut(id) {
+                Some(t) => {
+                    if let TaskState::Running { cancel } = &mut t.state {
+                        // It is the running task: tear it down at its next
+                        // pause.
+                        *cancel = true;
+                        return;
+                    }
+                }
+                None => return,
+            }
+            core.remove(id.key)
+        };
+        if let Some(header) = header {
+            if trace::on() {
+                trace::emit(format_args!("cancel task {}", id.serial));
+            }
+            task::drop_task(header);
+        }
+    }
+
+    /// Registers an I/O source with this scheduler's reactor.
+    pub(crate) fn register(
+        &self,
+        source: &mut impl mio::event::Source,
+        fd: RawFd,
+    ) -> io::Result<(IoId, ReadEvents)> {
+        self.core.borrow_mut().reactor.register(source, fd)
+    }
+
+    /// Deregisters an I/O source; tasks still waiting on it get an error.
+    pub(crate) fn deregister(&self, id: IoId, source: &mut impl mio::event::Source) {
+        let core = &mut *self.core.borrow_mut();
+        let mut waking = Waking {
+            tasks: &mut core.tasks,
+            timers: &mut core.timers,
+        };
+        core.reactor.deregister(id, source, &mut waking);
+    }
+
+    /// Tears down every task still alive, unwinding their stacks, until none
+    /// is left (destructors may spawn more).
+    pub(crate) fn shutdown(&self) {
+        loop {
+            let doomed: Vec<(TaskId, OwnedHeader)> = {
+                let mut core = self.core.borrow_mut();
+                let keys: Vec<usize> = core.tasks.slab.iter().map(|(k, _)| k).collect();
+                keys.into_iter()
+                    .filter_map(|k| {
+                        let id = core.tasks.slab[k].id;
+                        core.remove(k).map(|co| (id, co))
+                    })
+                    .collect()
+            };
+            if doomed.is_empty() && self.core.borrow().tasks.slab.is_empty() {
+                break;
+            }
+            for (id, header) in doomed {
+                if trace::on() {
+                    trace::emit(format_args!("cancel task {} (run is ending)", id.serial));
+                }
+                task::drop_task(header);
+            }
+        }
+        self.core.borrow_mut().tasks.run_queue.clear();
+    }
+}
+
+/// Runs `main` as the main task of a new scheduler on this thread, until it
+/// has ended (`finished` says so), then tears down the tasks left.
+/// `main` is made like a body for [`Scheduler::spawn`].
+///
+/// # Panics
+///
+/// If the event loop or the main task cannot be created, and if the main
+/// task can never finish (nothing is left that could wake it).
+pub(crate) fn run_main<B>(make_main: impl FnOnce(TaskId) -> B, finished: impl Fn() -> bool)
+where
+    B: FnOnce() + 'static,
+{
+    let sched = match Scheduler::new() {
+        Ok(s) => Rc::new(s),
+        Err(e) => panic!("yieldloop::run: cannot create the event loop: {e}"),
+    };
+    crate::stack::install_overflow_report(task::running_guard);
+    let guard = install(sched.clone());
+    if let Err(e) = sched.spawn(Some(Rc::from("main")), DEFAULT_STACK_SIZE, make_main) {
+        panic!("yieldloop::run: cannot start the main task: {e}");
+    }
+    sched.run_until(&finished);
+    let completed = finished();
+    sched.shutdown();
+    trace::flush();
+    drop(guard);
+    if !completed {
+        panic!(
+            "yieldloop::run: the main task can never finish: it waits for something \
+             no other task or event can provide (a deadlock)"
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! Filing a paused task under what its [`Op`] waits for: a timer, a
+//! socket, another task's end, or a park token.
+
+use std::io;
+use std::time::Instant;
+
+use super::table::TaskState;
+use super::Core;
+use crate::protocol::{Op, Resume, SchedulerId, TaskId, WaitToken};
+use crate::reactor::{WaitFor, Wakeups};
+use crate::timer::TimerKind;
+
+impl Core {
+    /// Files the task `id`, which just paused with `op`, under what `op`
+    /// waits for. `Op::Yield` never comes here: the loop puts a yielding
+    /// task straight back in the run queue. An op that cannot be waited
+    /// for (a stale socket id, a foreign park token) ends the wait at once
+    /// with an error.
+    pub(super) fn wait_for(&mut self, id: TaskId, op: Op, sched: SchedulerId) {
+        let token = self.tasks.fresh_token();
+        let wait = WaitToken { key: id.key, token };
+        let (what, io, deadline) = match op {
+            Op::Yield => unreachable!("the loop queues a yield without filing it"),
+            Op::Wait(deadline) => {
+                self.set_waiting(wait, true);
+                self.timers.insert(deadline, wait, TimerKind::Sleep);
+                return;
+            }
+            Op::Join(target) => {
+                self.set_waiting(wait, false);
+                match self.tasks.get_mut(target) {
+                    Some(t) if target != id => t.joiners.push(wait),
+                    // Ended already (or joining itself, which could never
+                    // end): answer at once.
+                    _ => self.waking().wake(wait, Resume::Ready, "now"),
+                }
+                return;
+            }
+            Op::Park(t, deadline) => {
+                if t.wait.key != id.key || t.sched != sched {
+                    self.set_waiting(wait, false);
+                    let e = io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "yieldloop: Op::Park with a token of another task",
+                    );
+                    self.waking().wake(wait, Resume::Err(e), "now");
+                    return;
+                }
+                // The token was handed out before the pause; it is the wait.
+                self.set_waiting(t.wait, false);
+                if let Some(deadline) = deadline {
+                    self.arm_deadline(t.wait, deadline);
+                }
+                return;
+            }
+            Op::ReadReady(io, d) => (WaitFor::Readable, io, d),
+            Op::WriteReady(io, d) => (WaitFor::Writable, io, d),
+            Op::Accept(io, d) => (WaitFor::Connection, io, d),
+        };
+        self.set_waiting(wait, false);
+        let tasks = &self.tasks;
+        match self
+            .reactor
+            .add_waiter(io, what, wait, |w| tasks.is_waiting(w))
+        {
+            Ok(()) => {
+                if let Some(deadline) = deadline {
+                    self.arm_deadline(wait, deadline);
+                }
+            }
+            Err(e) => self.waking().wake(wait, Resume::Err(e), "now"),
+        }
+    }
+
+    /// Puts the task of `wait` in that wait.
+    fn set_waiting(&mut self, wait: WaitToken, timer: bool) {
+        self.tasks.slab[wait.key].state = TaskState::Waiting {
+            token: wait.token,
+            timer,
+        };
+    }
+
+    /// Bounds the wait `wait`, already filed, by `deadline`.
+    fn arm_deadline(&mut self, wait: WaitToken, deadline: Instant) {
+        self.set_waiting(wait, true);
+        self.timers.insert(deadline, wait, TimerKind::Deadline);
+    }
+}

@@ -1,0 +1,374 @@
+//! Spawning tasks and waiting for them: [`spawn`], [`Builder`],
+//! [`JoinHandle`] and [`JoinError`], and [`run`], which starts the first
+//! task. The scheduler below knows nothing of handles: a task's body here
+//! leaves its outcome in a [`JoinSlot`] that its handle reads.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::io;
+use std::panic::{self, AssertUnwindSafe};
+use std::rc::Rc;
+
+use crate::failure::{failure_accessors, Failure};
+use crate::protocol::{Op, Resume, TaskId};
+use crate::scheduler;
+use crate::stack::DEFAULT_STACK_SIZE;
+use crate::suspend::suspend;
+use crate::task;
+
+/// Where a task leaves its outcome for its [`JoinHandle`].
+struct JoinSlot<T> {
+    result: RefCell<Option<Result<T, JoinError>>>,
+    /// Stays true after the result has been taken.
+    finished: Cell<bool>,
+}
+
+impl<T> JoinSlot<T> {
+    fn new() -> Self {
+        JoinSlot {
+            result: RefCell::new(None),
+            finished: Cell::new(false),
+        }
+    }
+
+    fn set(&self, r: Result<T, JoinError>) {
+        if !self.finished.replace(true) {
+            *self.result.borrow_mut() = Some(r);
+        }
+    }
+
+    fn take(&self) -> Option<Result<T, JoinError>> {
+        self.result.borrow_mut().take()
+    }
+}
+
+/// Owned by the task's body: records `Cancelled` if the body is dropped or
+/// unwound before it stored a result, so a join never waits for nothing.
+struct Outcome<T> {
+    slot: Rc<JoinSlot<T>>,
+    id: TaskId,
+}
+
+impl<T> Drop for Outcome<T> {
+    fn drop(&mut self) {
+        self.slot.set(Err(JoinError::cancelled(self.id)));
+    }
+}
+
+/// What a task spawned to run `f` runs: `f`, with its value or its panic
+/// left in `slot`. A forced unwind (the scheduler tearing the task down)
+/// is let through, and leaves `Cancelled` behind.
+fn task_body<F, T>(id: TaskId, slot: Rc<JoinSlot<T>>, f: F) -> impl FnOnce() + 'static
+where
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
+    let outcome = Outcome { slot, id };
+    move || {
+        let outcome = outcome;
+        match panic::catch_unwind(AssertUnwindSafe(f)) {
+            Ok(value) => outcome.slot.set(Ok(value)),
+            Err(payload) => {
+                if task::forced_unwind() {
+                    // The coroutine's own teardown: let it reach the root.
+                    panic::resume_unwind(payload);
+                }
+                outcome.slot.set(Err(JoinError {
+                    id,
+                    failure: Failure::Panicked(payload),
+                }));
+            }
+        }
+    }
+}
+
+/// Runs `f` as the main task of a new scheduler on this thread; see
+/// [`crate::run`].
+pub(crate) fn run<F, T>(f: F) -> T
+where
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
+    let slot = Rc::new(JoinSlot::new());
+    let main = slot.clone();
+    scheduler::run_main(move |id| task_body(id, main, f), || slot.finished.get());
+    match slot.take() {
+        Some(Ok(v)) => v,
+        Some(Err(e)) if e.is_panic() => panic::resume_unwind(e.into_panic()),
+        Some(Err(e)) => panic!("yieldloop::run: the main task was cancelled ({e})"),
+        None => unreachable!("run_main returns only once the main task has finished"),
+    }
+}
+
+/// Why a task produced no value.
+///
+/// A custom error type, not `io::Error`, because callers must be able to
+/// tell the two endings apart and to get a panic's payload back (for
+/// example to re-raise it with [`std::panic::resume_unwind`]).
+///
+/// A task counts as cancelled when [`JoinHandle::cancel`] tore it down, or
+/// when [`run`](crate::run) ended before it finished.
+pub struct JoinError {
+    id: TaskId,
+    failure: Failure,
+}
+
+failure_accessors!(JoinError, "task");
+
+impl JoinError {
+    fn cancelled(id: TaskId) -> JoinError {
+        JoinError {
+            id,
+            failure: Failure::Cancelled("cancelled"),
+        }
+    }
+
+    /// The id of the task that failed.
+    pub fn id(&self) -> TaskId {
+        self.id
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.failure {
+            Failure::Cancelled(_) => write!(f, "task {} was cancelled", self.id),
+            Failure::Panicked(_) => match self.panic_message() {
+                Some(m) => write!(f, "task {} panicked: {m}", self.id),
+                None => write!(f, "task {} panicked", self.id),
+            },
+        }
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.failure {
+            Failure::Cancelled(_) => write!(f, "JoinError::Cancelled({})", self.id),
+            Failure::Panicked(_) => write!(
+                f,
+                "JoinError::Panicked({}, {:?})",
+                self.id,
+                self.panic_message()
+            ),
+        }
+    }
+}
+
+/// An owned permission to wait for a task's value.
+///
+/// Dropping the handle detaches the task: it keeps running, and its value is
+/// dropped when it ends.
+///
+/// A handle is tied to the thread its task runs on:
+///
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// yieldloop::run(|| {
+///     let handle = yieldloop::spawn(|| 1);
+///     needs_send(handle);
+/// });
+/// ```
+pub struct JoinHandle<T> {
+    id: TaskId,
+    slot: Rc<JoinSlot<T>>,
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("id", &self.id)
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+impl<T> JoinHandle<T> {
+    /// The task's id.
+    pub fn id(&self) -> TaskId {
+        self.id
+    }
+
+    /// True once the task has ended, by returning, panicking or being
+    /// cancelled. Never pauses.
+    pub fn is_finished(&self) -> bool {
+        self.slot.finished.get()
+    }
+
+    /// Pauses the calling task until this task ends, and returns its value.
+    ///
+    /// # Errors
+    ///
+    /// A [`JoinError`] when the task panicked (carrying the payload) or was
+    /// cancelled. If the *calling* task is torn down while it waits, `join`
+    /// returns a cancellation error too.
+    ///
+    /// # Panics
+    ///
+    /// Panics if called outside a task while the task has not finished, or
+    /// by the task itself (it could never finish).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// yieldloop::run(|| {
+    ///     let ok = yieldloop::spawn(|| 6 * 7);
+    ///     let bad = yieldloop::spawn(|| -> u32 { panic!("boom") });
+    ///     assert_eq!(ok.join().unwrap(), 42);
+    ///     let err = bad.join().unwrap_err();
+    ///     assert!(err.is_panic());
+    ///     assert_eq!(err.panic_message(), Some("boom"));
+    /// });
+    /// ```
+    pub fn join(self) -> Result<T, JoinError> {
+        if !self.is_finished() && current_id() == Some(self.id) {
+            panic!(
+                "yieldloop: task {} tried to join itself, which can never finish",
+                self.id
+            );
+        }
+        loop {
+            if let Some(result) = self.slot.take() {
+                return result;
+            }
+            if let Resume::Cancelled = suspend(Op::Join(self.id)) {
+                return Err(JoinError::cancelled(self.id));
+            }
+        }
+    }
+
+    /// Cancels the task: it is unwound from where it is paused, so the
+    /// destructors of everything on its stack run (sockets close, timers and
+    /// waits are dropped), and [`join`](Self::join) returns a
+    /// [`JoinError`] for which [`is_cancelled`](JoinError::is_cancelled) is
+    /// true.
+    ///
+    /// Cancelling a task that has ended does nothing. A task that cancels
+    /// itself goes on running until its next pause (its next `sleep`, read,
+    /// `yield_now`, …) and is unwound there instead of pausing.
+    ///
+    /// # Panics
+    ///
+    /// Panics if called outside a task while the task has not finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// yieldloop::run(|| {
+    ///     let sleeper = yieldloop::spawn(|| yieldloop::sleep(Duration::from_secs(3600)));
+    ///     yieldloop::yield_now();
+    ///     sleeper.cancel();
+    ///     assert!(sleeper.join().unwrap_err().is_cancelled());
+    /// });
+    /// ```
+    pub fn cancel(&self) {
+        if self.is_finished() {
+            return;
+        }
+        scheduler::with_scheduler("JoinHandle::cancel", |s| s.cancel(self.id));
+    }
+}
+
+/// Configures a task before spawning it, like [`std::thread::Builder`].
+///
+/// # Examples
+///
+/// ```
+/// yieldloop::run(|| {
+///     let handle = yieldloop::Builder::new()
+///         .name("deep-recursion")
+///         .stack_size(4 * 1024 * 1024)
+///         .spawn(|| (1..=10u64).product::<u64>())
+///         .expect("stack allocation failed");
+///     assert_eq!(handle.join().unwrap(), 3_628_800);
+/// });
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct Builder {
+    name: Option<String>,
+    stack_size: Option<usize>,
+}
+
+impl Builder {
+    /// A builder with no name and the [default stack size](crate::DEFAULT_STACK_SIZE).
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Names the task; the name appears in diagnostics.
+    pub fn name(mut self, name: impl Into<String>) -> Builder {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the task's stack size in bytes. It is rounded up to whole pages
+    /// and to at least [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE); a guard page comes on top.
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Spawns the task on the current thread's scheduler.
+    ///
+    /// # Errors
+    ///
+    /// An `io::Error` when no stack can be had: out of memory, or out of
+    /// memory mappings (the message names the `vm.max_map_count` sysctl).
+    ///
+    /// # Panics
+    ///
+    /// Panics when called outside a task.
+    pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + 'static,
+        T: 'static,
+    {
+        let size = self.stack_size.unwrap_or(DEFAULT_STACK_SIZE);
+        let name = self.name.map(Rc::from);
+        let slot = Rc::new(JoinSlot::new());
+        let theirs = slot.clone();
+        let id = scheduler::with_scheduler("yieldloop::spawn", |s| {
+            s.spawn(name, size, move |id| task_body(id, theirs, f))
+        })?;
+        Ok(JoinHandle { id, slot })
+    }
+}
+
+/// Spawns a task running `f` on the current thread's scheduler and returns a
+/// handle to its value. The task starts on a later turn of the loop, after
+/// the tasks already ready.
+///
+/// # Panics
+///
+/// Panics when called outside a task, or when no stack can be had (use
+/// [`Builder::spawn`] to get that as an error).
+///
+/// # Examples
+///
+/// ```
+/// yieldloop::run(|| {
+///     let handles: Vec<_> = (0..10).map(|i| yieldloop::spawn(move || i * i)).collect();
+///     let sum: i32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+///     assert_eq!(sum, 285);
+/// });
+/// ```
+pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
+    match Builder::new().spawn(f) {
+        Ok(handle) => handle,
+        Err(e) => panic!("yieldloop::spawn: cannot start a task: {e}"),
+    }
+}
+
+/// The id of the task this is called from, or `None` outside a task.
+pub fn current_id() -> Option<TaskId> {
+    if task::in_task() {
+        task::current_task()
+    } else {
+        None
+    }
+}

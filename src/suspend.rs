@@ -1,0 +1,64 @@
+//! [`suspend`]: the one way a task pauses, and the base of every
+//! blocking-style call above it.
+//!
+//! It sits above [`task`](crate::task), which switches stacks, and
+//! [`timeout`](crate::timeout), which narrows each pause to the deadline of
+//! the enclosing timeout scope.
+
+use crate::protocol::{Op, Resume};
+use crate::task;
+use crate::timeout;
+
+/// Pauses the running task, hands `op` to the scheduler, and returns what the
+/// scheduler sends back when it resumes the task.
+///
+/// This is the `yield` of the generator articles, and every blocking-style
+/// call in this crate is built on it. It works from any depth of the task's
+/// call stack: the whole stack is kept while the task is paused.
+///
+/// If the task is unwinding from a panic or being cancelled, `suspend` does
+/// not pause (a coroutine must never switch away mid-unwind) and returns
+/// [`Resume::Cancelled`] at once.
+///
+/// # Panics
+///
+/// Panics when called outside a task, that is, not from inside
+/// [`run`](crate::run) or a task it spawned.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use yieldloop::raw::{suspend, Op, Resume};
+///
+/// yieldloop::run(|| {
+///     let deadline = Instant::now() + Duration::from_millis(10);
+///     // "Wake me at `deadline`": the scheduler parks us in its timer heap.
+///     let answer = suspend(Op::Wait(deadline));
+///     assert!(matches!(answer, Resume::Ready));
+///     assert!(Instant::now() >= deadline);
+/// });
+/// ```
+#[inline]
+pub fn suspend(op: Op) -> Resume {
+    if task::forced_unwind() {
+        // A task being torn down, possibly one that never started and whose
+        // captured values are dropped on the scheduler's stack: no pause.
+        return Resume::Cancelled;
+    }
+    task::with_running(move |cx| {
+        let Some(cx) = cx else {
+            panic!(
+                "yieldloop: a task-only operation ({op:?}) was called outside a task; \
+                 call it from inside yieldloop::run(..) or a task it spawned"
+            )
+        };
+        if std::thread::panicking() {
+            return Resume::Cancelled;
+        }
+        match cx.scope() {
+            None => cx.pause(op),
+            Some(scope) => timeout::scoped(op, scope, |op| cx.pause(op)),
+        }
+    })
+}
