@@ -63,10 +63,10 @@ fn spawn_on_each_worker_returns_results() {
     rt.shutdown();
 }
 
-/// `spawn_each` runs once per worker; `block_on` returns the value and
+/// `spawn_each` runs once per worker; `run` returns the value and
 /// re-raises a panic.
 #[test]
-fn spawn_each_and_block_on() {
+fn spawn_each_and_run() {
     let rt = Runtime::builder().workers(2).name("each").build().unwrap();
     let names: Vec<String> = rt
         .spawn_each(|w| format!("{w}:{}", std::thread::current().name().unwrap()))
@@ -74,14 +74,14 @@ fn spawn_each_and_block_on() {
         .map(|h| h.join().unwrap())
         .collect();
     assert_eq!(names, ["0:each-0", "1:each-1"]);
-    assert_eq!(rt.block_on(|| 2 + 2), 4);
+    assert_eq!(rt.run(|| 2 + 2), 4);
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        rt.block_on(|| -> u8 { panic!("in the worker") })
+        rt.run(|| -> u8 { panic!("in the worker") })
     }));
     let payload = panicked.unwrap_err();
     assert_eq!(payload.downcast_ref::<&str>(), Some(&"in the worker"));
     // The worker survives a panicking task.
-    assert_eq!(rt.block_on(|| 1), 1);
+    assert_eq!(rt.run(|| 1), 1);
 }
 
 /// A panic in a spawned task is an error carrying the payload.

@@ -22,20 +22,18 @@
 //! connection ever changes thread.
 
 use std::cell::Cell;
-use std::collections::VecDeque;
 use std::fmt;
 use std::io;
-use std::panic::{self, AssertUnwindSafe};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::panic;
+use std::sync::{mpsc, Arc};
 use std::thread;
 
-use crate::handoff::{Completer, Handoff, RemoteJoinError};
-use crate::park::{park, park_token, RemoteUnparker};
+use crate::handoff::{Handoff, RemoteJoinError};
 
-thread_local! {
-    /// The index of the runtime worker this thread is, if it is one.
-    static CURRENT_WORKER: Cell<Option<usize>> = const { Cell::new(None) };
-}
+mod affinity;
+mod worker;
+
+use worker::{run_job, worker_thread, Inbox, Job, Worker, CURRENT_WORKER};
 
 /// Thread-per-core: a set of worker threads, each running its own
 /// scheduler.
@@ -82,77 +80,11 @@ pub struct Runtime {
     workers: Vec<Worker>,
 }
 
-/// The runtime's side of one worker thread.
-struct Worker {
-    inbox: Arc<Inbox>,
-    /// `None` once joined.
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-/// Work waiting for one worker.
-struct Inbox {
-    state: Mutex<InboxState>,
-}
-
-struct InboxState {
-    jobs: VecDeque<Job>,
-    /// Set by shutdown, or when the worker's thread ends; no job is taken
-    /// after that.
-    closed: bool,
-    /// The worker's main task, parked waiting for jobs.
-    /// # Invariant
-    /// `Some` only while `jobs` is empty: whoever queues a job takes it
-    /// and unparks.
-    waiter: Option<RemoteUnparker>,
-}
-
-/// A job: spawns nothing itself; the worker runs it as a task's body.
-type Job = Box<dyn FnOnce() + Send + 'static>;
-
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runtime")
             .field("workers", &self.workers.len())
             .finish()
-    }
-}
-
-impl Inbox {
-    fn lock(&self) -> MutexGuard<'_, InboxState> {
-        // Held for a few moves only, and nothing in those panics.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Queues `job` and wakes the worker; hands the job back if the worker
-    /// is gone.
-    fn push(&self, job: Job) -> Result<(), Job> {
-        let waiter = {
-            let mut st = self.lock();
-            if st.closed {
-                return Err(job);
-            }
-            st.jobs.push_back(job);
-            st.waiter.take()
-        };
-        if let Some(w) = waiter {
-            w.unpark();
-        }
-        Ok(())
-    }
-
-    /// Stops the worker: no more jobs are taken, and the queued ones are
-    /// dropped (their handles report a cancellation).
-    fn close(&self) {
-        let (jobs, waiter) = {
-            let mut st = self.lock();
-            st.closed = true;
-            (std::mem::take(&mut st.jobs), st.waiter.take())
-        };
-        // Dropped outside the lock: a job's drop wakes its waiter.
-        drop(jobs);
-        if let Some(w) = waiter {
-            w.unpark();
-        }
     }
 }
 
@@ -264,7 +196,9 @@ impl Runtime {
     }
 
     /// Runs `f` as a task on worker 0 and blocks the calling thread until
-    /// it returns (inside a task, pauses the task instead).
+    /// it returns (inside a task, pauses the task instead): the
+    /// [`run`](crate::run) of a runtime. (To run a `Future`, spawn a task
+    /// that drives it; this takes a closure.)
     ///
     /// # Panics
     ///
@@ -276,9 +210,10 @@ impl Runtime {
     ///
     /// ```
     /// let rt = yieldloop::Runtime::builder().workers(1).build().unwrap();
-    /// assert_eq!(rt.block_on(|| 6 * 7), 42);
+    /// assert_eq!(rt.run(|| 6 * 7), 42);
     /// ```
-    pub fn block_on<F, T>(&self, f: F) -> T
+    #[doc(alias = "block_on")]
+    pub fn run<F, T>(&self, f: F) -> T
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -286,7 +221,7 @@ impl Runtime {
         match self.spawn_on(0, f).join() {
             Ok(v) => v,
             Err(e) if e.is_panic() => panic::resume_unwind(e.into_panic()),
-            Err(e) => panic!("yieldloop::Runtime::block_on: {e}"),
+            Err(e) => panic!("yieldloop::Runtime::run: {e}"),
         }
     }
 
@@ -320,67 +255,6 @@ impl Drop for Runtime {
     /// The same as [`shutdown`](Runtime::shutdown).
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// Runs one job's closure as a task body and delivers its outcome.
-fn run_job<F, T>(f: F, completer: Completer<T>)
-where
-    F: FnOnce() -> T,
-{
-    match panic::catch_unwind(AssertUnwindSafe(f)) {
-        Ok(v) => completer.complete(Ok(v)),
-        Err(payload) => {
-            if crate::task::forced_unwind() {
-                // The scheduler is tearing the task down (a shutdown): let
-                // the unwind go on; dropping the completer reports it.
-                panic::resume_unwind(payload);
-            }
-            completer.complete(Err(RemoteJoinError::panicked(payload)));
-        }
-    }
-}
-
-/// A worker thread's main task: take jobs from the inbox, spawn a task for
-/// each, park until more come; return once the inbox is closed (which makes
-/// `run` cancel the tasks left).
-fn worker_main(inbox: &Inbox, stack_size: usize) {
-    loop {
-        let jobs = {
-            let mut st = inbox.lock();
-            if st.closed {
-                return;
-            }
-            std::mem::take(&mut st.jobs)
-        };
-        if jobs.is_empty() {
-            // Token and unparker are made outside the lock.
-            let token = park_token();
-            let remote = token.remote();
-            {
-                let mut st = inbox.lock();
-                if st.closed || !st.jobs.is_empty() {
-                    continue;
-                }
-                // The clone kept here while parked tells the scheduler that
-                // a wake-up from another thread is still possible, until this
-                // task has actually been woken (see `handoff`).
-                st.waiter = Some(remote.clone());
-            }
-            // Nothing pauses between leaving the unparker and parking.
-            let _ = park(token, None);
-            drop(remote);
-            continue;
-        }
-        for job in jobs {
-            // Without a stack the job is dropped, which tells its handle.
-            if let Err(e) = crate::spawn::Builder::new()
-                .stack_size(stack_size)
-                .spawn(job)
-            {
-                eprintln!("yieldloop: runtime worker cannot start a task: {e}");
-            }
-        }
     }
 }
 
@@ -473,13 +347,7 @@ impl RuntimeBuilder {
         };
         let (ready_tx, ready_rx) = mpsc::channel::<io::Result<()>>();
         for i in 0..n {
-            let inbox = Arc::new(Inbox {
-                state: Mutex::new(InboxState {
-                    jobs: VecDeque::new(),
-                    closed: false,
-                    waiter: None,
-                }),
-            });
+            let inbox = Arc::new(Inbox::new());
             let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
             let ready = ready_tx.clone();
             let theirs = inbox.clone();
@@ -500,39 +368,6 @@ impl RuntimeBuilder {
         }
         Ok(rt)
     }
-}
-
-/// A worker thread's body.
-fn worker_thread(
-    index: usize,
-    cpu: Option<usize>,
-    inbox: &Arc<Inbox>,
-    stack_size: usize,
-    ready: &mpsc::Sender<io::Result<()>>,
-) {
-    /// Closes the inbox when the thread ends, however it ends, so no job
-    /// waits for a worker that is gone.
-    struct CloseOnExit<'a>(&'a Inbox);
-    impl Drop for CloseOnExit<'_> {
-        fn drop(&mut self) {
-            self.0.close();
-        }
-    }
-    let _close = CloseOnExit(inbox);
-    if let Some(cpu) = cpu {
-        if let Err(e) = affinity::pin_current_thread(cpu) {
-            let _ = ready.send(Err(e));
-            return;
-        }
-    }
-    CURRENT_WORKER.with(|c| c.set(Some(index)));
-    let inbox = inbox.clone();
-    let ready = ready.clone();
-    crate::spawn::run(move || {
-        let _ = ready.send(Ok(()));
-        drop(ready);
-        worker_main(&inbox, stack_size);
-    });
 }
 
 /// An owned permission to wait for the value of a task started with
@@ -575,49 +410,5 @@ impl<T> WorkerHandle<T> {
     /// a cancellation if the runtime shut down before the task finished.
     pub fn join(self) -> Result<T, RemoteJoinError> {
         self.slot.wait()
-    }
-}
-
-/// CPU pinning with `sched_getaffinity`/`sched_setaffinity`.
-mod affinity {
-    use std::io;
-
-    /// A CPU mask as the kernel reads it: 1024 bits, like glibc's
-    /// `cpu_set_t`. Built by hand rather than with libc's `CPU_SET`, which
-    /// is an `unsafe fn`: setting bits in an array needs no unsafety.
-    type Mask = [u64; 16];
-
-    /// The CPUs this process may run on, in increasing order.
-    pub(super) fn allowed_cpus() -> io::Result<Vec<usize>> {
-        let mut mask: Mask = [0; 16];
-        // SAFETY: the pointer and length describe `mask`, which lives for
-        // the call; the kernel writes at most that many bytes into it.
-        let r = unsafe {
-            libc::sched_getaffinity(0, std::mem::size_of::<Mask>(), mask.as_mut_ptr().cast())
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((0..mask.len() * 64)
-            .filter(|&cpu| mask[cpu / 64] & (1 << (cpu % 64)) != 0)
-            .collect())
-    }
-
-    /// Pins the calling thread to `cpu`.
-    pub(super) fn pin_current_thread(cpu: usize) -> io::Result<()> {
-        let mut mask: Mask = [0; 16];
-        let word = mask
-            .get_mut(cpu / 64)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "CPU number too high"))?;
-        *word |= 1 << (cpu % 64);
-        // SAFETY: the pointer and length describe `mask`, which lives for
-        // the call; the kernel only reads it. Thread id 0 is this thread.
-        let r = unsafe {
-            libc::sched_setaffinity(0, std::mem::size_of::<Mask>(), mask.as_ptr().cast())
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
     }
 }
