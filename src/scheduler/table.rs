@@ -207,3 +207,19 @@ impl Wakeups for Waking<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task record fits two cache lines: a wake-up or a resume touches
+    /// no more than that of it.
+    #[test]
+    fn a_task_record_fits_two_cache_lines() {
+        assert!(
+            std::mem::size_of::<Task>() <= 128,
+            "Task is {} bytes",
+            std::mem::size_of::<Task>()
+        );
+    }
+}
