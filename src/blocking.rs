@@ -5,7 +5,7 @@
 //! A task must never block its thread: every other task on that thread
 //! stops until the call returns. [`spawn_blocking`] moves such a call to a
 //! pool thread; [`BlockingHandle::join`] parks only the calling task until
-//! the result comes back through a [`RemoteUnparker`](crate::RemoteUnparker).
+//! the result comes back through a [`RemoteUnparker`](crate::raw::RemoteUnparker).
 //!
 //! The pool starts threads on demand, up to a limit (64 by default), and a
 //! thread left idle for a while (10 s by default) exits. Work beyond the

@@ -109,7 +109,7 @@ pub use timeout::{timeout, timeout_at, Elapsed};
 ///
 /// - If `f` panics, the panic comes out of `run` (after the other tasks
 ///   have been cancelled).
-/// - If `run` is called inside a task (use [`spawn`] there).
+/// - If `run` is called inside a task (use [`spawn()`] there).
 /// - If the main task waits for something that can never happen (no timer,
 ///   no socket and no ready task is left): a deadlock.
 ///

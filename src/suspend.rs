@@ -1,8 +1,8 @@
 //! [`suspend`]: the one way a task pauses, and the base of every
 //! blocking-style call above it.
 //!
-//! It sits above [`task`](crate::task), which switches stacks, and
-//! [`timeout`](crate::timeout), which narrows each pause to the deadline of
+//! It sits above `task`, which switches stacks, and
+//! `timeout`, which narrows each pause to the deadline of
 //! the enclosing timeout scope.
 
 use crate::protocol::{Op, Resume};

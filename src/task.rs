@@ -75,7 +75,7 @@ pub(crate) struct TaskContext {
     pub(crate) id: TaskId,
     /// The coroutine's yielder, set when the body starts.
     yielder: Cell<*const Yielder<Resume, Op>>,
-    /// The task's earliest active [`crate::timeout`] scope.
+    /// The task's earliest active [`timeout`](crate::timeout()) scope.
     scope: Cell<Option<Scope>>,
     /// About where the stack pointer was when the task last paused (the
     /// address of a local of [`TaskContext::pause`]), or 0 before the first pause:

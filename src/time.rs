@@ -1,5 +1,5 @@
 //! Time: sleeping and yielding, built on
-//! [`Op::Wait`](crate::raw::Op::Wait) and [`Op::Yield`](crate::raw::Op::Yield).
+//! [`Op::Wait`] and [`Op::Yield`] (see [`raw`](crate::raw)).
 
 use std::time::{Duration, Instant};
 

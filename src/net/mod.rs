@@ -2,8 +2,8 @@
 //! task.
 //!
 //! Every socket is non-blocking underneath. A call that would block yields
-//! [`Op::ReadReady`](crate::Op::ReadReady) or
-//! [`Op::WriteReady`](crate::Op::WriteReady) and retries once the scheduler
+//! [`Op::ReadReady`](crate::raw::Op::ReadReady) or
+//! [`Op::WriteReady`](crate::raw::Op::WriteReady) and retries once the scheduler
 //! reports readiness, so `std::io::Read`/`Write` and everything built on
 //! them (`BufReader`, `read_line`, `io::copy`) work unchanged inside a task.
 

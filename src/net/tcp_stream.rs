@@ -133,7 +133,7 @@ impl TcpStream {
     }
 
     /// The id the socket is registered under, for hand-written
-    /// [`Op::ReadReady`](crate::Op::ReadReady)/[`Op::WriteReady`](crate::Op::WriteReady) waits.
+    /// [`Op::ReadReady`](crate::raw::Op::ReadReady)/[`Op::WriteReady`](crate::raw::Op::WriteReady) waits.
     pub fn io_id(&self) -> IoId {
         self.inner.id()
     }

@@ -4,7 +4,7 @@
 //! on `WouldBlock` wait for read readiness" loop: [`Op::Accept`] is for TCP
 //! only, since the scheduler's accept produces TCP sockets.
 //!
-//! [`Op::Accept`]: crate::Op::Accept
+//! [`Op::Accept`]: crate::raw::Op::Accept
 
 use std::fmt;
 use std::io;

@@ -3,7 +3,7 @@
 //! ([`Resume`]).
 //!
 //! This is the generator model of `yield` and `send` made concrete. A task
-//! calls [`suspend`](crate::suspend) with an `Op`; its coroutine switches back
+//! calls [`suspend`](crate::raw::suspend) with an `Op`; its coroutine switches back
 //! to the scheduler, which files the task under whatever the `Op` waits for.
 //! When that happens, the scheduler resumes the coroutine, and `suspend`
 //! returns the `Resume` value it was sent.
@@ -52,10 +52,10 @@ pub enum Op {
     /// [`Resume::Ready`] at once if it has ended already; the outcome itself
     /// is collected from the [`JoinHandle`](crate::JoinHandle).
     Join(TaskId),
-    /// Park until the [`ParkToken`](crate::ParkToken) is unparked (answered
+    /// Park until the [`ParkToken`] is unparked (answered
     /// with [`Resume::Ready`]) or the deadline passes ([`Resume::TimedOut`]).
     /// The building block of channels, mutexes and other waiting
-    /// primitives; see [`park`](crate::park). A token that does not belong to
+    /// primitives; see [`park`](crate::raw::park). A token that does not belong to
     /// the calling task is answered with [`Resume::Err`].
     Park(ParkToken, Option<Instant>),
 }
@@ -72,7 +72,7 @@ pub enum Resume {
     TimedOut,
     /// The wait was abandoned because the task is being torn down; the task
     /// should return (or let its stack unwind) without waiting again. This is
-    /// also what [`suspend`](crate::suspend) answers, without pausing, when it
+    /// also what [`suspend`](crate::raw::suspend) answers, without pausing, when it
     /// is called while the task is unwinding from a panic.
     Cancelled,
     /// The op failed.

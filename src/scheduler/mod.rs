@@ -17,7 +17,7 @@
 //!   shutdown, [`run_main`]) and the calls the layers above make on it;
 //! - `current`: the thread-local that makes this thread's scheduler
 //!   reachable;
-//! - `table`: the task table, each task's [`TaskState`](table::TaskState)
+//! - `table`: the task table, each task's `TaskState`
 //!   and the run queue;
 //! - `wait_for`: filing a paused task under what its `Op` waits for;
 //! - `event_loop`: the loop itself: turns, resumes, prefetching, polling,

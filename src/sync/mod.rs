@@ -3,7 +3,7 @@
 //!
 //! Every waiting operation here pauses the calling *task*, never the
 //! thread: the scheduler goes on running the thread's other tasks. All of
-//! them are built the same way on [`ParkToken`](crate::ParkToken): a
+//! them are built the same way on [`ParkToken`](crate::raw::ParkToken): a
 //! waiting task takes a token, publishes it in the primitive's FIFO waiter
 //! queue and parks; whoever makes progress possible unparks the first
 //! waiter whose token still names a pause, skipping (and so never waking)
