@@ -472,6 +472,24 @@ fn step8_capstone_serves_concurrent_clients_and_stops() {
     );
 }
 
+/// The two-task program: the lines interleave in exactly the order shown in
+/// the book, and the run takes at least the longer task's 6 units.
+#[test]
+fn two_tasks_interleave_and_overlap() {
+    let out = example::run("two_tasks", &["--scale", "0.02"]);
+    out.assert_success();
+    let lines = out.lines();
+    assert_eq!(
+        lines[..5],
+        ["Task 1", "Task 2", "Task 1", "Task 2", "Task 2"],
+        "{out}"
+    );
+    assert_eq!(lines.len(), 6, "{out}");
+    assert!(lines[5].starts_with("done after "), "{out}");
+    assert!(number_after(lines[5], "done after ") >= 0.12, "{out}");
+    assert!(lines[5].ends_with(" ms of it on the CPU"), "{out}");
+}
+
 /// The renderer sums each lane's states exactly on a small hand-written
 /// trace, names included, and writes an SVG with a lane per task.
 #[test]
