@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: two_tasks [--scale F]";
 
+// ANCHOR: repeat
 /// Prints `name` `times` times, pausing `gap` after each line.
 fn repeat(name: &'static str, times: u32, gap: Duration) {
     for _ in 0..times {
@@ -36,6 +37,7 @@ fn repeat(name: &'static str, times: u32, gap: Duration) {
         yieldloop::sleep(gap);
     }
 }
+// ANCHOR_END: repeat
 
 fn main() {
     let scale = match parse_args() {
@@ -47,6 +49,7 @@ fn main() {
     };
     let second = Duration::from_secs(1).mul_f64(scale);
     let (start, cpu_before) = (Instant::now(), thread_cpu_time());
+    // ANCHOR: main
     yieldloop::run(move || {
         let one = yieldloop::spawn(move || repeat("Task 1", 2, second));
         let two = yieldloop::spawn(move || repeat("Task 2", 3, 2 * second));
@@ -54,6 +57,7 @@ fn main() {
         one.join().expect("task 1 cannot fail");
         two.join().expect("task 2 cannot fail");
     });
+    // ANCHOR_END: main
     println!(
         "done after {:.2}s, {:.1} ms of it on the CPU",
         start.elapsed().as_secs_f64(),

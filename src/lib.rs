@@ -161,6 +161,8 @@ mod book {
     struct Ch07Scale;
     #[doc = include_str!("../docs/src/ch08-real-runtimes.md")]
     struct Ch08RealRuntimes;
+    #[doc = include_str!("../docs/src/ch09-capstone.md")]
+    struct Ch09Capstone;
     #[doc = include_str!("../docs/src/caveats.md")]
     struct Caveats;
     #[doc = include_str!("../docs/src/trace.md")]

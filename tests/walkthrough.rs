@@ -1,6 +1,7 @@
-//! The step programs of the walkthrough book (`examples/walkthrough_*.rs`)
-//! and the trace renderer (`examples/trace_timeline.rs`), run as child
-//! processes with short parameters, their output checked.
+//! The step programs of the walkthrough book (`examples/walkthrough_*.rs`),
+//! the `two_tasks` example whose output the book shows, and the trace
+//! renderer (`examples/trace_timeline.rs`), run as child processes with
+//! short parameters, their output checked.
 //!
 //! Timing checks are one-sided where the machine's load could matter:
 //! sleeps may end late, never early, so lower bounds are firm and upper
@@ -476,7 +477,7 @@ fn step8_capstone_serves_concurrent_clients_and_stops() {
 /// the book, and the run takes at least the longer task's 6 units.
 #[test]
 fn two_tasks_interleave_and_overlap() {
-    let out = example::run("two_tasks", &["--scale", "0.02"]);
+    let out = example::run("two_tasks", &["--scale", "0.05"]);
     out.assert_success();
     let lines = out.lines();
     assert_eq!(
@@ -486,7 +487,7 @@ fn two_tasks_interleave_and_overlap() {
     );
     assert_eq!(lines.len(), 6, "{out}");
     assert!(lines[5].starts_with("done after "), "{out}");
-    assert!(number_after(lines[5], "done after ") >= 0.12, "{out}");
+    assert!(number_after(lines[5], "done after ") >= 0.30, "{out}");
     assert!(lines[5].ends_with(" ms of it on the CPU"), "{out}");
 }
 
