@@ -167,4 +167,6 @@ mod book {
     struct Caveats;
     #[doc = include_str!("../docs/src/trace.md")]
     struct Trace;
+    #[doc = include_str!("../docs/src/appendix-articles.md")]
+    struct AppendixArticles;
 }
