@@ -153,7 +153,7 @@ fn step3_heap_loop_wakes_only_when_due() {
     assert!((1.0..=3.0).contains(&turns(heap_jobs)), "{out}");
     // 60 ms of 1 ms naps: dozens of turns.
     assert!(turns(toy_jobs) >= 20.0, "{out}");
-    // One pass over 50 not-yet-due sleepers costs 50 naps of 1 ms.
+    // A sleeper queued behind not-yet-due ones waits a 1 ms nap for each.
     assert!(late_ms(toy_sleepers) >= 5.0, "{out}");
     assert!(turns(heap_sleepers) <= 50.0, "{out}");
 }
