@@ -63,6 +63,13 @@
 //! assert!(start.elapsed() < Duration::from_millis(290));
 //! ```
 
+#[cfg(panic = "abort")]
+compile_error!(
+    "yieldloop needs panic = \"unwind\": cancellation, timeouts, the clean-up when `run` \
+     returns and the isolation of a task's panic all unwind task stacks; remove \
+     panic = \"abort\" from the Cargo profile"
+);
+
 mod blocking;
 mod context;
 mod handoff;
