@@ -62,6 +62,13 @@
 //! assert!(start.elapsed() < Duration::from_millis(290));
 //! ```
 
+#[cfg(panic = "abort")]
+compile_error!(
+    "yieldloop needs panic = \"unwind\": cancellation, timeouts, the clean-up when `run` \
+     returns and the isolation of a task's panic all unwind task stacks; remove \
+     panic = \"abort\" from the Cargo profile"
+);
+
 // Layer 1: plain data.
 mod failure;
 mod protocol;
@@ -158,8 +165,12 @@ mod book {
     struct Ch07Scale;
     #[doc = include_str!("../docs/src/ch08-real-runtimes.md")]
     struct Ch08RealRuntimes;
+    #[doc = include_str!("../docs/src/ch09-capstone.md")]
+    struct Ch09Capstone;
     #[doc = include_str!("../docs/src/caveats.md")]
     struct Caveats;
     #[doc = include_str!("../docs/src/trace.md")]
     struct Trace;
+    #[doc = include_str!("../docs/src/appendix-articles.md")]
+    struct AppendixArticles;
 }

@@ -298,7 +298,9 @@ fn examples_reject_unknown_arguments() {
         "toy_loop",
         "ping_pong",
         "join_tasks",
+        "two_tasks",
         "echo_server",
+        "walkthrough_08_capstone",
     ] {
         let out = example::run(name, &["--no-such-option"]);
         assert_eq!(out.status.code(), Some(2), "{name}: {out}");

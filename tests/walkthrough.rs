@@ -1,6 +1,7 @@
-//! The step programs of the walkthrough book (`examples/walkthrough_*.rs`)
-//! and the trace renderer (`examples/trace_timeline.rs`), run as child
-//! processes with short parameters, their output checked.
+//! The step programs of the walkthrough book (`examples/walkthrough_*.rs`),
+//! the `two_tasks` example whose output the book shows, and the trace
+//! renderer (`examples/trace_timeline.rs`), run as child processes with
+//! short parameters, their output checked.
 //!
 //! Timing checks are one-sided where the machine's load could matter:
 //! sleeps may end late, never early, so lower bounds are firm and upper
@@ -8,9 +9,16 @@
 
 mod util;
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
 
-use util::example::{self, Output};
+use util::example::{self, KillOnDrop, Output};
 
 /// A path in the temporary directory, unique to this test process.
 fn temp_path(name: &str) -> PathBuf {
@@ -145,7 +153,7 @@ fn step3_heap_loop_wakes_only_when_due() {
     assert!((1.0..=3.0).contains(&turns(heap_jobs)), "{out}");
     // 60 ms of 1 ms naps: dozens of turns.
     assert!(turns(toy_jobs) >= 20.0, "{out}");
-    // One pass over 50 not-yet-due sleepers costs 50 naps of 1 ms.
+    // A sleeper queued behind not-yet-due ones waits a 1 ms nap for each.
     assert!(late_ms(toy_sleepers) >= 5.0, "{out}");
     assert!(turns(heap_sleepers) <= 50.0, "{out}");
 }
@@ -267,6 +275,220 @@ fn step7_sleepers_as_tasks_threads_and_processes() {
         assert!(number_after(lines[0], "joined after ") >= 0.05, "{out}");
         assert!(lines[1].starts_with("peak resident memory: "), "{out}");
     }
+}
+
+/// A step program left running (a server), its stdout read line by line
+/// as it comes.
+struct Server {
+    /// The process; killed when this is dropped.
+    child: KillOnDrop,
+    /// Its stdout lines, read by a background thread.
+    lines: Receiver<String>,
+}
+
+impl Server {
+    /// Starts example `name` with `args`, stdout piped, stderr inherited.
+    fn start(name: &str, args: &[&str]) -> Server {
+        let mut child = Command::new(example::path(name))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start example {name}: {e}"));
+        let pipe = child.stdout.take().expect("stdout is piped");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Server {
+            child: KillOnDrop(child),
+            lines,
+        }
+    }
+
+    /// The next stdout line, waiting up to [`example::TIMEOUT`] for it.
+    fn next_line(&self) -> String {
+        self.lines
+            .recv_timeout(example::TIMEOUT)
+            .unwrap_or_else(|e| panic!("no stdout line within {:?}: {e}", example::TIMEOUT))
+    }
+
+    /// Waits up to [`example::TIMEOUT`] for the program to exit by itself,
+    /// and returns its status and the stdout lines not read yet.
+    fn wait(mut self) -> (ExitStatus, Vec<String>) {
+        let deadline = Instant::now() + example::TIMEOUT;
+        let status = loop {
+            if let Some(status) = self.child.0.try_wait().expect("waiting for the example") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the example did not exit within {:?}",
+                example::TIMEOUT
+            );
+            thread::sleep(Duration::from_millis(10));
+        };
+        let mut rest = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => rest.push(line),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => panic!("stdout still open after exit"),
+            }
+        }
+        (status, rest)
+    }
+}
+
+/// How long a test client waits for an echo before it fails.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A client of the capstone server: connected, with timeouts on both
+/// directions so that no read or write can hang the test.
+fn connect(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(addr).expect("connect to the capstone");
+    stream.set_read_timeout(Some(CLIENT_TIMEOUT)).unwrap();
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT)).unwrap();
+    stream
+}
+
+/// Step 8, the capstone: three clients exchanging lines and one sending a
+/// message in small pieces are served at once, each gets exactly its bytes
+/// back, the ticker ticks meanwhile, and the server stops by itself once the
+/// fourth client has left.
+#[test]
+fn step8_capstone_serves_concurrent_clients_and_stops() {
+    const LINES: usize = 5;
+    let server = Server::start(
+        "walkthrough_08_capstone",
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--max-clients",
+            "4",
+            "--tick-secs",
+            "0.05",
+        ],
+    );
+    let first = server.next_line();
+    let addr: SocketAddr = first
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line {first:?}"))
+        .parse()
+        .expect("a socket address after `listening on `");
+
+    // Every client connects before any sends, so all four are open at once.
+    let barrier = Arc::new(Barrier::new(4));
+    let mut clients = Vec::new();
+    for c in 0..3 {
+        let barrier = barrier.clone();
+        clients.push(thread::spawn(move || {
+            let stream = connect(addr);
+            barrier.wait();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut writer = stream;
+            let mut sent = 0;
+            for n in 0..LINES {
+                let line = format!("line {n} from client {c}\n");
+                writer.write_all(line.as_bytes()).unwrap();
+                let mut echo = String::new();
+                reader.read_line(&mut echo).unwrap();
+                assert_eq!(echo, line, "client {c}");
+                sent += line.len();
+                thread::sleep(Duration::from_millis(10));
+            }
+            writer.shutdown(Shutdown::Write).unwrap();
+            let mut after = Vec::new();
+            reader.read_to_end(&mut after).unwrap();
+            assert!(after.is_empty(), "client {c}: extra bytes {after:?}");
+            sent
+        }));
+    }
+    // The piecemeal client: 4,095 bytes in pieces of 1, 2, 4, … 2,048 bytes,
+    // a pause after each, so the server sees the message arrive in bits.
+    let message: Vec<u8> = (0..4095u32).map(|i| (i * 7 % 251) as u8).collect();
+    let expected = message.clone();
+    clients.push(thread::spawn(move || {
+        let mut stream = connect(addr);
+        barrier.wait();
+        let (mut at, mut piece) = (0, 1);
+        while at < message.len() {
+            let end = (at + piece).min(message.len());
+            stream.write_all(&message[at..end]).unwrap();
+            thread::sleep(Duration::from_millis(5));
+            (at, piece) = (end, piece * 2);
+        }
+        stream.shutdown(Shutdown::Write).unwrap();
+        let mut back = Vec::new();
+        stream.read_to_end(&mut back).unwrap();
+        assert!(
+            back == expected,
+            "{} of {} bytes came back",
+            back.len(),
+            expected.len()
+        );
+        back.len()
+    }));
+    let mut sent: Vec<usize> = clients
+        .into_iter()
+        .map(|c| c.join().expect("a client failed"))
+        .collect();
+
+    let (status, lines) = server.wait();
+    assert!(status.success(), "{status}: {lines:#?}");
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some("served 4 clients, stopping"),
+        "{lines:#?}"
+    );
+    // All four were connected before the first one left.
+    let connected = |l: &String| l.starts_with("client ") && l.contains(" connected from ");
+    let first_left = lines
+        .iter()
+        .position(|l| l.contains(" left after "))
+        .unwrap();
+    assert_eq!(
+        lines[..first_left].iter().filter(|l| connected(l)).count(),
+        4,
+        "{lines:#?}"
+    );
+    // Each client's byte count, as the server saw it, in any order.
+    let mut echoed: Vec<usize> = lines
+        .iter()
+        .filter(|l| l.contains(" left after "))
+        .map(|l| number_after(l, " left after ") as usize)
+        .collect();
+    echoed.sort_unstable();
+    sent.sort_unstable();
+    assert_eq!(echoed, sent, "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("tick at ")),
+        "{lines:#?}"
+    );
+}
+
+/// The two-task program: the lines interleave in exactly the order shown in
+/// the book, and the run takes at least the longer task's 6 units.
+#[test]
+fn two_tasks_interleave_and_overlap() {
+    let out = example::run("two_tasks", &["--scale", "0.05"]);
+    out.assert_success();
+    let lines = out.lines();
+    assert_eq!(
+        lines[..5],
+        ["Task 1", "Task 2", "Task 1", "Task 2", "Task 2"],
+        "{out}"
+    );
+    assert_eq!(lines.len(), 6, "{out}");
+    assert!(lines[5].starts_with("done after "), "{out}");
+    assert!(number_after(lines[5], "done after ") >= 0.30, "{out}");
+    assert!(lines[5].ends_with(" ms of it on the CPU"), "{out}");
 }
 
 /// The renderer sums each lane's states exactly on a small hand-written

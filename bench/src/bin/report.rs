@@ -1199,6 +1199,23 @@ fn markdown(
     let _ = writeln!(w);
     let _ = writeln!(
         w,
+        "**Why the 1-connection column is several times the others.** With one \
+         connection in a closed loop, the server has nothing to do between an echo and \
+         the next message: after every echo it blocks in `epoll_wait`, and the next \
+         message has to wake it, a sleep and a wake-up (two context switches) per round \
+         trip. With 64 or 512 connections, messages arrive while the server is still \
+         busy, one `epoll_wait` returns many of them, and the server seldom sleeps, so \
+         that cost is shared among many round trips. Sleeping and waking is kernel \
+         time, the same mechanism for every server; it is costly, more so on a virtual \
+         machine, and it varies a lot from run to run. So the 1-connection figures say \
+         more about the machine than about the servers: read them with their min–max \
+         ranges, which are usually wide and overlap, and read little into the order of \
+         the servers, which can change from one run of `bench/run.sh` to the next. The \
+         last table gives the user share of CPU, and the user CPU table below leaves \
+         the kernel's share out.\n"
+    );
+    let _ = writeln!(
+        w,
         "### Server user CPU per round trip (ns): median (min–max)\n\n\
          utime alone: the time the server spends in its own code (the runtime and \
          the echo loop), without the kernel's share of the system calls, which is \
