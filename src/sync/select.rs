@@ -76,7 +76,7 @@ pub(crate) mod sealed {
         pub(crate) id: u64,
         pub(crate) fired: Fired,
         /// A cross-thread channel's second handle on the select's unparker,
-        /// held for the length of the pause (see `mpsc::Waiter::task`).
+        /// held for the length of the pause (see `mpsc::TaskOrThread::task`).
         pub(crate) _keep: Option<crate::park::RemoteUnparker>,
     }
 
