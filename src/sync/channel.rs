@@ -21,28 +21,38 @@ use crate::park::{ParkToken, RemoteUnparker};
 #[derive(Debug)]
 pub(crate) struct Local;
 
+// `#[inline]` throughout: the core calls these on every hand-over from its
+// generic code, which is compiled in the crate that uses the channel, and
+// there a function of this crate that is not generic is otherwise never
+// inlined.
+
 impl Flavor for Local {
     type Lock<S> = RefCell<S>;
     type Receiver = Signal;
     type Sender = ParkToken;
 
+    #[inline]
     fn wake_receiver(&self, w: &Signal, how: Woken) -> bool {
         w.wake(how)
     }
 
+    #[inline]
     fn wake_sender(&self, token: &ParkToken) -> bool {
         token.unpark()
     }
 
+    #[inline]
     fn task_receiver(token: ParkToken) -> (Signal, Fired, Option<RemoteUnparker>) {
         let woken = Rc::new(Cell::new(Woken::Not));
         (Signal::new(token, woken.clone()), Fired::Local(woken), None)
     }
 
+    #[inline]
     fn task_sender(token: ParkToken) -> (ParkToken, Option<RemoteUnparker>) {
         (token, None)
     }
 
+    #[inline]
     fn wait_receiver<'a, T>(
         chan: &'a Chan<T>,
         st: Guard<'a, T, Local>,
@@ -51,6 +61,7 @@ impl Flavor for Local {
         chan.park_receiver(st, deadline)
     }
 
+    #[inline]
     fn wait_sender<T>(
         chan: &Chan<T>,
         st: Guard<'_, T, Local>,

@@ -186,30 +186,36 @@ fn in_task() -> bool {
     crate::task::current_id().is_some()
 }
 
+// `#[inline]` throughout, for the reason given at the single-thread flavor.
 impl Flavor for CrossThread {
     type Lock<S> = std::sync::Mutex<S>;
     type Receiver = TaskOrThread;
     type Sender = TaskOrThread;
 
+    #[inline]
     fn wake_receiver(&self, w: &TaskOrThread, _: Woken) -> bool {
         w.wake(&self.recv_cv)
     }
 
+    #[inline]
     fn wake_sender(&self, w: &TaskOrThread) -> bool {
         w.wake(&self.send_cv)
     }
 
+    #[inline]
     fn task_receiver(token: ParkToken) -> (TaskOrThread, Fired, Option<RemoteUnparker>) {
         let fired = Arc::new(AtomicBool::new(false));
         let (waiter, keep) = TaskOrThread::task(token, fired.clone());
         (waiter, Fired::Shared(fired), Some(keep))
     }
 
+    #[inline]
     fn task_sender(token: ParkToken) -> (TaskOrThread, Option<RemoteUnparker>) {
         let (waiter, keep) = TaskOrThread::task(token, Arc::new(AtomicBool::new(false)));
         (waiter, Some(keep))
     }
 
+    #[inline]
     fn wait_receiver<'a, T>(
         chan: &'a Chan<T>,
         mut st: Guard<'a, T, CrossThread>,
@@ -244,6 +250,7 @@ impl Flavor for CrossThread {
         Ok(st)
     }
 
+    #[inline]
     fn wait_sender<T>(
         chan: &Chan<T>,
         mut st: Guard<'_, T, CrossThread>,

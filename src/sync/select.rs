@@ -62,6 +62,7 @@ pub(crate) mod sealed {
 
     impl Fired {
         /// True if a sender picked this registration.
+        #[inline]
         pub fn get(&self) -> bool {
             match self {
                 Fired::Local(w) => w.get() != Woken::Not,
