@@ -49,7 +49,7 @@ use std::time::Instant;
 
 use super::error::{RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::{Fired, Registration};
-use super::waitq::{OnDrop, WaitQueue, Woken};
+use super::waitq::{OnDrop, WaitQueue};
 use crate::op::Resume;
 use crate::park::{park, park_token, ParkToken, RemoteUnparker};
 
@@ -121,13 +121,19 @@ pub(crate) trait Flavor: Sized {
     /// beside the value.
     type Sender;
 
-    /// Wakes the waiting receiver `w`, as the one singled out for a message
-    /// ([`Woken::One`]) or with everybody else ([`Woken::All`]). Returns
-    /// false only when `w` is known to have stopped waiting: then the next
-    /// receiver is tried.
-    fn wake_receiver(&self, w: &Self::Receiver, how: Woken) -> bool;
+    /// Takes out of `q` and wakes the first receiver that is still
+    /// waiting, as the one singled out for a message
+    /// ([`Woken::One`](super::waitq::Woken::One)). Returns whether there was
+    /// one. A receiver skipped is one known to have stopped waiting; its
+    /// entry stays for its owner to remove.
+    fn wake_one(&self, q: &mut WaitQueue<Self::Receiver>) -> bool;
 
-    /// Wakes the parked sender `w`; returns false as `wake_receiver` does.
+    /// Takes every receiver out of `q` and wakes it, as part of a broadcast
+    /// ([`Woken::All`](super::waitq::Woken::All)).
+    fn wake_all(&self, q: &mut WaitQueue<Self::Receiver>);
+
+    /// Wakes the parked sender `w`. Returns false only when `w` is known to
+    /// have stopped waiting: then the next sender is tried.
     fn wake_sender(&self, w: &Self::Sender) -> bool;
 
     /// For the calling task's pause `token`: its entry in `recvq`, the flag
@@ -260,9 +266,7 @@ impl<T, F: Flavor> State<T, F> {
 
     /// Wakes one waiting receiver. Returns whether one was woken.
     fn wake_receiver(&mut self, flavor: &F) -> bool {
-        self.recvq
-            .take_first(|w| flavor.wake_receiver(w, Woken::One))
-            .is_some()
+        flavor.wake_one(&mut self.recvq)
     }
 
     /// A receiver that was woken but will not receive hands the wake-up
@@ -518,11 +522,7 @@ impl<T, F: Flavor> Chan<T, F> {
         let mut st = self.lock();
         st.senders -= 1;
         if st.senders == 0 {
-            for (_, w) in st.recvq.take_all() {
-                // An entry whose waiter stopped waiting is simply dropped:
-                // its owner finds it gone and has nothing to hand on.
-                self.flavor.wake_receiver(&w, Woken::All);
-            }
+            self.flavor.wake_all(&mut st.recvq);
         }
     }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::chan::{self, channel_handles, Flavor, Guard};
 use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::Fired;
-use super::waitq::{Signal, Woken};
+use super::waitq::{self, Signal, WaitQueue, Woken};
 use crate::park::{ParkToken, RemoteUnparker};
 
 /// The single-thread flavor of the channel core.
@@ -32,8 +32,13 @@ impl Flavor for Local {
     type Sender = ParkToken;
 
     #[inline]
-    fn wake_receiver(&self, w: &Signal, how: Woken) -> bool {
-        w.wake(how)
+    fn wake_one(&self, q: &mut WaitQueue<Signal>) -> bool {
+        waitq::wake_one(q)
+    }
+
+    #[inline]
+    fn wake_all(&self, q: &mut WaitQueue<Signal>) {
+        waitq::wake_all(q);
     }
 
     #[inline]

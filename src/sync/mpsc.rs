@@ -71,7 +71,7 @@ use std::time::{Duration, Instant};
 use super::chan::{self, channel_handles, Flavor, Guard};
 pub use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::Fired;
-use super::waitq::Woken;
+use super::waitq::WaitQueue;
 use crate::park::{ParkToken, RemoteUnparker};
 
 thread_local! {
@@ -193,8 +193,15 @@ impl Flavor for CrossThread {
     type Sender = TaskOrThread;
 
     #[inline]
-    fn wake_receiver(&self, w: &TaskOrThread, _: Woken) -> bool {
-        w.wake(&self.recv_cv)
+    fn wake_one(&self, q: &mut WaitQueue<TaskOrThread>) -> bool {
+        q.take_first(|w| w.wake(&self.recv_cv)).is_some()
+    }
+
+    #[inline]
+    fn wake_all(&self, q: &mut WaitQueue<TaskOrThread>) {
+        for (_, w) in q.take_all() {
+            w.wake(&self.recv_cv);
+        }
     }
 
     #[inline]
