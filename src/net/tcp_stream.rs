@@ -6,7 +6,7 @@ use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-use super::registered::Registered;
+use super::registered::{outside_run, Registered};
 use crate::op::IoId;
 
 /// A TCP connection whose reads and writes pause only the calling task.
@@ -92,10 +92,7 @@ impl TcpStream {
             ));
         }
         if !crate::context::has_scheduler() {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "yieldloop: sockets can only be created inside yieldloop::run",
-            ));
+            return Err(outside_run());
         }
         let stream = TcpStream {
             inner: Registered::new(mio::net::TcpStream::connect(addr)?)?.short_read_drains(),

@@ -14,7 +14,7 @@ use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use super::registered::Registered;
+use super::registered::{outside_run, Registered};
 use crate::op::IoId;
 
 /// A listening Unix domain socket whose `accept` pauses only the calling
@@ -225,7 +225,7 @@ impl UnixStream {
                     // `sleep` is a pause, so this fails outside a task;
                     // check first for a clear error instead of a panic.
                     if crate::task::current_id().is_none() {
-                        return Err(outside_task());
+                        return Err(outside_run());
                     }
                     crate::sleep(backoff);
                     backoff = (backoff * 2).min(MAX_CONNECT_BACKOFF);
@@ -364,13 +364,6 @@ impl UnixStream {
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.inner.io.take_error()
     }
-}
-
-fn outside_task() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        "yieldloop: sockets can only be created inside yieldloop::run",
-    )
 }
 
 impl AsRawFd for UnixStream {
