@@ -89,18 +89,9 @@ impl TcpStream {
         stream.inner.set_write_timeout(timeout)?;
         // A non-blocking connect completes when the socket becomes writable;
         // then the socket error (or a peer address) tells how it went.
-        stream.inner.do_write(|s| {
-            if let Some(e) = s.take_error()? {
-                return Err(e);
-            }
-            match s.peer_addr() {
-                Ok(_) => Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
-                    Err(io::ErrorKind::WouldBlock.into())
-                }
-                Err(e) => Err(e),
-            }
-        })?;
+        stream
+            .inner
+            .do_write(|s| connect_state(s.take_error(), || s.peer_addr()))?;
         stream.inner.set_write_timeout(None)?;
         Ok(stream)
     }
@@ -201,4 +192,22 @@ pub(crate) fn each_addr<T>(
             "could not resolve to any addresses",
         )
     }))
+}
+
+/// How a non-blocking connect stands once its socket is writable, from the
+/// socket's pending error and, asked only without one, its peer address:
+/// done (`Ok`), failed (the error), or still under way (`WouldBlock`, to
+/// wait for writability again).
+pub(crate) fn connect_state<A>(
+    error: io::Result<Option<io::Error>>,
+    peer: impl FnOnce() -> io::Result<A>,
+) -> io::Result<()> {
+    if let Some(e) = error? {
+        return Err(e);
+    }
+    match peer() {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Err(io::ErrorKind::WouldBlock.into()),
+        Err(e) => Err(e),
+    }
 }

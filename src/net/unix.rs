@@ -13,6 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::registered::{outside_run, Registered};
+use super::tcp_stream::connect_state;
 
 /// A listening Unix domain socket whose `accept` pauses only the calling
 /// task.
@@ -206,18 +207,9 @@ impl UnixStream {
         };
         // Should the connect still be in progress, it is done once the
         // socket is writable; the socket error tells how it went.
-        stream.inner.do_write(|s| {
-            if let Some(e) = s.take_error()? {
-                return Err(e);
-            }
-            match s.peer_addr() {
-                Ok(_) => Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
-                    Err(io::ErrorKind::WouldBlock.into())
-                }
-                Err(e) => Err(e),
-            }
-        })?;
+        stream
+            .inner
+            .do_write(|s| connect_state(s.take_error(), || s.peer_addr()))?;
         Ok(stream)
     }
 
