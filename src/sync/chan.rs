@@ -28,7 +28,7 @@
 //! allocation that the kind did not make before it shared this core.
 //!
 //! ```text
-//!   send ─▶ try_send ─ room ─▶ done (the first waiting receiver is woken)
+//!   send ─▶ try_send ─ room ─▶ done (the first waiting receiver wakes)
 //!              │ full
 //!              ▼
 //!           Flavor::wait_sender: queue (waiter, value) in sendq and wait
