@@ -76,6 +76,115 @@ macro_rules! blocking_style_io {
     };
 }
 
+/// Writes, inside a socket type's `impl` block, the methods that only pass
+/// a call on. Each is declared with its docs, in the order the methods are
+/// to appear:
+///
+/// - `pub fn name(&self, arg: T, ..) -> R;` calls the same method of the mio
+///   socket in the `inner` registration (`local_addr`, `set_ttl`,
+///   `shutdown`, ..);
+/// - `pub fn set_read_timeout; pub fn set_write_timeout;`, each with the
+///   opening of its docs and optionally `{ more docs }` to follow its
+///   `# Errors` section, writes the two setters, which keep the timeouts in
+///   the registration, and then the `read_timeout` and `write_timeout`
+///   getters. What every socket's timeouts say alike, the setters'
+///   `# Errors` and the getters' docs, is written here once;
+/// - `pub fn io_id;`, with its docs, writes `io_id`, the id the socket is
+///   registered under;
+/// - `pub fn take_error;` writes `take_error`, docs and all.
+macro_rules! socket_methods {
+    () => {};
+    (
+        $(#[$read:meta])*
+        pub fn set_read_timeout $({ $(#[$read_more:meta])* })?;
+        $(#[$write:meta])*
+        pub fn set_write_timeout $({ $(#[$write_more:meta])* })?;
+        $($rest:tt)*
+    ) => {
+        // More docs, if any, follow the `# Errors` section after a blank line.
+        socket_methods!(@set set_read_timeout [$(#[$read])*] [$(#[doc = ""] $(#[$read_more])*)?]);
+        socket_methods!(@set set_write_timeout [$(#[$write])*] [$(#[doc = ""] $(#[$write_more])*)?]);
+        socket_methods!(@get read_timeout "read");
+        socket_methods!(@get write_timeout "write");
+        socket_methods!($($rest)*);
+    };
+    (@set $set:ident [$(#[$doc:meta])*] [$(#[$more:meta])*]) => {
+        $(#[$doc])*
+        ///
+        /// # Errors
+        ///
+        /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
+        $(#[$more])*
+        pub fn $set(&self, timeout: Option<std::time::Duration>) -> std::io::Result<()> {
+            self.inner.$set(timeout)
+        }
+    };
+    (@get $get:ident $what:literal) => {
+        #[doc = concat!("The ", $what, " timeout.")]
+        ///
+        /// # Errors
+        ///
+        /// Never; `io::Result` for symmetry with std.
+        pub fn $get(&self) -> std::io::Result<Option<std::time::Duration>> {
+            Ok(self.inner.$get())
+        }
+    };
+    ($(#[$doc:meta])* pub fn io_id; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub fn io_id(&self) -> $crate::protocol::IoId {
+            self.inner.id()
+        }
+
+        socket_methods!($($rest)*);
+    };
+    (pub fn take_error; $($rest:tt)*) => {
+        /// Takes the pending socket error (`SO_ERROR`), if any.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn take_error(&self) -> std::io::Result<Option<std::io::Error>> {
+            self.inner.io.take_error()
+        }
+
+        socket_methods!($($rest)*);
+    };
+    (
+        $(#[$doc:meta])*
+        pub fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;
+        $($rest:tt)*
+    ) => {
+        $(#[$doc])*
+        pub fn $name(&self $(, $arg: $ty)*) -> $ret {
+            self.inner.io.$name($($arg),*)
+        }
+
+        socket_methods!($($rest)*);
+    };
+}
+
+/// Implements `AsRawFd` for a socket type, from the mio socket in its
+/// `inner` registration, and `Debug`, which shows the descriptor and the
+/// addresses named: `socket_traits!(TcpStream { "local": local_addr })`.
+macro_rules! socket_traits {
+    ($ty:ident { $($field:literal: $addr:ident),* }) => {
+        impl std::os::fd::AsRawFd for $ty {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                std::os::fd::AsRawFd::as_raw_fd(&self.inner.io)
+            }
+        }
+
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field("fd", &std::os::fd::AsRawFd::as_raw_fd(self))
+                    $(.field($field, &self.$addr().ok()))*
+                    .finish()
+            }
+        }
+    };
+}
+
 mod registered;
 mod reuseport;
 mod tcp_listener;

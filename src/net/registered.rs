@@ -44,12 +44,7 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
         let fd = io.as_raw_fd();
         let (sched, (id, read_events)) =
             scheduler::try_with_scheduler(|s| s.register(&mut io, fd).map(|r| (s.id, r)))
-                .unwrap_or_else(|| {
-                    Err(io::Error::new(
-                        io::ErrorKind::Unsupported,
-                        "yieldloop: sockets can only be created inside yieldloop::run",
-                    ))
-                })?;
+                .unwrap_or_else(|| Err(outside_run()))?;
         Ok(Registered {
             io,
             id,
@@ -174,6 +169,16 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
             }
         }
     }
+}
+
+/// The error of a socket call made where it cannot work: outside
+/// `yieldloop::run`, with no scheduler to register the socket with, or,
+/// for a call that must pause, outside a task.
+pub(crate) fn outside_run() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "yieldloop: sockets can only be created inside yieldloop::run",
+    )
 }
 
 /// The deadline a timeout of `t` from now gives, `None` for no timeout.

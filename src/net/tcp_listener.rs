@@ -1,13 +1,11 @@
 //! `TcpListener`: accepting connections through [`Op::Accept`].
 
-use std::fmt;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
 
 use super::registered::Registered;
 use super::tcp_stream::{each_addr, TcpStream};
-use crate::protocol::{IoId, Op, Resume};
+use crate::protocol::{Op, Resume};
 
 /// A listening TCP socket whose `accept` pauses only the calling task.
 ///
@@ -34,14 +32,7 @@ pub struct TcpListener {
     inner: Registered<mio::net::TcpListener>,
 }
 
-impl fmt::Debug for TcpListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TcpListener")
-            .field("fd", &self.as_raw_fd())
-            .field("local", &self.local_addr().ok())
-            .finish()
-    }
-}
+socket_traits!(TcpListener { "local": local_addr });
 
 impl TcpListener {
     /// Binds to `addr` (with `SO_REUSEADDR`) and listens, trying each
@@ -72,18 +63,16 @@ impl TcpListener {
         })
     }
 
-    /// The local address, with the port the system picked for port 0.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.io.local_addr()
-    }
+    socket_methods! {
+        /// The local address, with the port the system picked for port 0.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn local_addr(&self) -> io::Result<SocketAddr>;
 
-    /// The id the socket is registered under.
-    pub fn io_id(&self) -> IoId {
-        self.inner.id()
+        /// The id the socket is registered under.
+        pub fn io_id;
     }
 
     /// Waits for a connection and returns it with the peer's address.
@@ -116,28 +105,15 @@ impl TcpListener {
         Incoming { listener: self }
     }
 
-    /// Sets the IP time-to-live of accepted connections' packets.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.inner.io.set_ttl(ttl)
-    }
+    socket_methods! {
+        /// Sets the IP time-to-live of accepted connections' packets.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn set_ttl(&self, ttl: u32) -> io::Result<()>;
 
-    /// Takes the pending socket error (`SO_ERROR`), if any.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.io.take_error()
-    }
-}
-
-impl AsRawFd for TcpListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.io.as_raw_fd()
+        pub fn take_error;
     }
 }
 

@@ -1,13 +1,10 @@
 //! `TcpStream`: a connected TCP socket with blocking-style calls.
 
-use std::fmt;
 use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-use super::registered::Registered;
-use crate::protocol::IoId;
+use super::registered::{outside_run, Registered};
 
 /// A TCP connection whose reads and writes pause only the calling task.
 ///
@@ -41,15 +38,7 @@ pub struct TcpStream {
     inner: Registered<mio::net::TcpStream>,
 }
 
-impl fmt::Debug for TcpStream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TcpStream")
-            .field("fd", &self.as_raw_fd())
-            .field("local", &self.local_addr().ok())
-            .field("peer", &self.peer_addr().ok())
-            .finish()
-    }
-}
+socket_traits!(TcpStream { "local": local_addr, "peer": peer_addr });
 
 impl TcpStream {
     /// Opens a connection to `addr`, trying each address it resolves to in
@@ -92,10 +81,7 @@ impl TcpStream {
             ));
         }
         if !crate::scheduler::has_scheduler() {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "yieldloop: sockets can only be created inside yieldloop::run",
-            ));
+            return Err(outside_run());
         }
         let stream = TcpStream {
             inner: Registered::new(mio::net::TcpStream::connect(addr)?)?.short_read_drains(),
@@ -103,18 +89,9 @@ impl TcpStream {
         stream.inner.set_write_timeout(timeout)?;
         // A non-blocking connect completes when the socket becomes writable;
         // then the socket error (or a peer address) tells how it went.
-        stream.inner.do_write(|s| {
-            if let Some(e) = s.take_error()? {
-                return Err(e);
-            }
-            match s.peer_addr() {
-                Ok(_) => Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
-                    Err(io::ErrorKind::WouldBlock.into())
-                }
-                Err(e) => Err(e),
-            }
-        })?;
+        stream
+            .inner
+            .do_write(|s| connect_state(s.take_error(), || s.peer_addr()))?;
         stream.inner.set_write_timeout(None)?;
         Ok(stream)
     }
@@ -132,103 +109,56 @@ impl TcpStream {
         })
     }
 
-    /// The id the socket is registered under, for hand-written
-    /// [`Op::ReadReady`](crate::raw::Op::ReadReady)/[`Op::WriteReady`](crate::raw::Op::WriteReady) waits.
-    pub fn io_id(&self) -> IoId {
-        self.inner.id()
-    }
+    socket_methods! {
+        /// The id the socket is registered under, for hand-written
+        /// [`Op::ReadReady`](crate::raw::Op::ReadReady)/[`Op::WriteReady`](crate::raw::Op::WriteReady) waits.
+        pub fn io_id;
 
-    /// The remote address.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::NotConnected`] once the connection is gone.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.io.peer_addr()
-    }
+        /// The remote address.
+        ///
+        /// # Errors
+        ///
+        /// [`io::ErrorKind::NotConnected`] once the connection is gone.
+        pub fn peer_addr(&self) -> io::Result<SocketAddr>;
 
-    /// The local address.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.io.local_addr()
-    }
+        /// The local address.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn local_addr(&self) -> io::Result<SocketAddr>;
 
-    /// Shuts down the read side, write side or both. Shutting down the write
-    /// side sends FIN: the peer reads end-of-file (a half-close).
-    ///
-    /// # Errors
-    ///
-    /// The system's error, e.g. when the socket is not connected.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.inner.io.shutdown(how)
-    }
+        /// Shuts down the read side, write side or both. Shutting down the
+        /// write side sends FIN: the peer reads end-of-file (a half-close).
+        ///
+        /// # Errors
+        ///
+        /// The system's error, e.g. when the socket is not connected.
+        pub fn shutdown(&self, how: Shutdown) -> io::Result<()>;
 
-    /// Sets `TCP_NODELAY` (disables Nagle's algorithm when `true`).
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
-        self.inner.io.set_nodelay(nodelay)
-    }
+        /// Sets `TCP_NODELAY` (disables Nagle's algorithm when `true`).
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()>;
 
-    /// Reads `TCP_NODELAY`.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn nodelay(&self) -> io::Result<bool> {
-        self.inner.io.nodelay()
-    }
+        /// Reads `TCP_NODELAY`.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn nodelay(&self) -> io::Result<bool>;
 
-    /// Makes reads fail with [`io::ErrorKind::TimedOut`] when no data comes
-    /// within `timeout` (`None`: wait forever), like std.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.inner.set_read_timeout(timeout)
-    }
+        /// Makes reads fail with [`io::ErrorKind::TimedOut`] when no data comes
+        /// within `timeout` (`None`: wait forever), like std.
+        pub fn set_read_timeout;
 
-    /// Makes writes fail with [`io::ErrorKind::TimedOut`] when the socket
-    /// stays full for `timeout` (`None`: wait forever), like std.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.inner.set_write_timeout(timeout)
-    }
+        /// Makes writes fail with [`io::ErrorKind::TimedOut`] when the socket
+        /// stays full for `timeout` (`None`: wait forever), like std.
+        pub fn set_write_timeout;
 
-    /// The read timeout.
-    ///
-    /// # Errors
-    ///
-    /// Never; `io::Result` for symmetry with std.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.inner.read_timeout())
-    }
-
-    /// The write timeout.
-    ///
-    /// # Errors
-    ///
-    /// Never; `io::Result` for symmetry with std.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.inner.write_timeout())
-    }
-
-    /// Takes the pending socket error (`SO_ERROR`), if any.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.io.take_error()
+        pub fn take_error;
     }
 
     /// Reads into `buf` without removing the data from the socket's queue.
@@ -238,12 +168,6 @@ impl TcpStream {
     /// As for `read`.
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.inner.do_read(|s| s.peek(buf))
-    }
-}
-
-impl AsRawFd for TcpStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.io.as_raw_fd()
     }
 }
 
@@ -268,4 +192,22 @@ pub(crate) fn each_addr<T>(
             "could not resolve to any addresses",
         )
     }))
+}
+
+/// How a non-blocking connect stands once its socket is writable, from the
+/// socket's pending error and, asked only without one, its peer address:
+/// done (`Ok`), failed (the error), or still under way (`WouldBlock`, to
+/// wait for writability again).
+pub(crate) fn connect_state<A>(
+    error: io::Result<Option<io::Error>>,
+    peer: impl FnOnce() -> io::Result<A>,
+) -> io::Result<()> {
+    if let Some(e) = error? {
+        return Err(e);
+    }
+    match peer() {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Err(io::ErrorKind::WouldBlock.into()),
+        Err(e) => Err(e),
+    }
 }

@@ -1,14 +1,10 @@
 //! `UdpSocket`: datagrams with blocking-style calls.
 
-use std::fmt;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
 
 use super::registered::Registered;
 use super::tcp_stream::each_addr;
-use crate::protocol::IoId;
 
 /// A UDP socket whose sends and receives pause only the calling task.
 ///
@@ -46,15 +42,7 @@ pub struct UdpSocket {
     inner: Registered<mio::net::UdpSocket>,
 }
 
-impl fmt::Debug for UdpSocket {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UdpSocket")
-            .field("fd", &self.as_raw_fd())
-            .field("local", &self.local_addr().ok())
-            .field("peer", &self.peer_addr().ok())
-            .finish()
-    }
-}
+socket_traits!(UdpSocket { "local": local_addr, "peer": peer_addr });
 
 impl UdpSocket {
     /// Binds a socket to `addr`, trying each address it resolves to in
@@ -84,10 +72,10 @@ impl UdpSocket {
         })
     }
 
-    /// The id the socket is registered under, for hand-written readiness
-    /// waits.
-    pub fn io_id(&self) -> IoId {
-        self.inner.id()
+    socket_methods! {
+        /// The id the socket is registered under, for hand-written readiness
+        /// waits.
+        pub fn io_id;
     }
 
     /// Sends `buf` as one datagram to `target` (the first address it
@@ -167,181 +155,117 @@ impl UdpSocket {
         self.inner.do_read(|s| s.peek(buf))
     }
 
-    /// The local address, with the port the system picked for port 0.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.io.local_addr()
-    }
+    socket_methods! {
+        /// The local address, with the port the system picked for port 0.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn local_addr(&self) -> io::Result<SocketAddr>;
 
-    /// The [connected](Self::connect) peer's address.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::NotConnected`] without a peer.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.io.peer_addr()
-    }
+        /// The [connected](Self::connect) peer's address.
+        ///
+        /// # Errors
+        ///
+        /// [`io::ErrorKind::NotConnected`] without a peer.
+        pub fn peer_addr(&self) -> io::Result<SocketAddr>;
 
-    /// Makes receives fail with [`io::ErrorKind::TimedOut`] when no
-    /// datagram comes within `timeout` (`None`: wait forever), like std.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use yieldloop::net::UdpSocket;
-    ///
-    /// yieldloop::run(|| {
-    ///     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    ///     socket.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-    ///     let err = socket.recv_from(&mut [0u8; 8]).unwrap_err();
-    ///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
-    /// });
-    /// ```
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.inner.set_read_timeout(timeout)
-    }
+        /// Makes receives fail with [`io::ErrorKind::TimedOut`] when no
+        /// datagram comes within `timeout` (`None`: wait forever), like std.
+        pub fn set_read_timeout {
+            /// # Examples
+            ///
+            /// ```
+            /// use std::time::Duration;
+            /// use yieldloop::net::UdpSocket;
+            ///
+            /// yieldloop::run(|| {
+            ///     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+            ///     socket.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+            ///     let err = socket.recv_from(&mut [0u8; 8]).unwrap_err();
+            ///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+            /// });
+            /// ```
+        };
 
-    /// Makes sends fail with [`io::ErrorKind::TimedOut`] when the send
-    /// buffer stays full for `timeout` (`None`: wait forever), like std.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.inner.set_write_timeout(timeout)
-    }
+        /// Makes sends fail with [`io::ErrorKind::TimedOut`] when the send
+        /// buffer stays full for `timeout` (`None`: wait forever), like std.
+        pub fn set_write_timeout;
 
-    /// The read timeout.
-    ///
-    /// # Errors
-    ///
-    /// Never; `io::Result` for symmetry with std.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.inner.read_timeout())
-    }
+        /// Sets `SO_BROADCAST`: whether datagrams may go to a broadcast
+        /// address.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn set_broadcast(&self, on: bool) -> io::Result<()>;
 
-    /// The write timeout.
-    ///
-    /// # Errors
-    ///
-    /// Never; `io::Result` for symmetry with std.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.inner.write_timeout())
-    }
+        /// Reads `SO_BROADCAST`.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn broadcast(&self) -> io::Result<bool>;
 
-    /// Sets `SO_BROADCAST`: whether datagrams may go to a broadcast address.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
-        self.inner.io.set_broadcast(on)
-    }
+        /// Sets the IP time-to-live of outgoing datagrams.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn set_ttl(&self, ttl: u32) -> io::Result<()>;
 
-    /// Reads `SO_BROADCAST`.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn broadcast(&self) -> io::Result<bool> {
-        self.inner.io.broadcast()
-    }
+        /// Reads the IP time-to-live of outgoing datagrams.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn ttl(&self) -> io::Result<u32>;
 
-    /// Sets the IP time-to-live of outgoing datagrams.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.inner.io.set_ttl(ttl)
-    }
+        /// Joins an IPv4 multicast group on the interface with address
+        /// `interface` (`0.0.0.0`: the system's choice).
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn join_multicast_v4(&self, group: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()>;
 
-    /// Reads the IP time-to-live of outgoing datagrams.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn ttl(&self) -> io::Result<u32> {
-        self.inner.io.ttl()
-    }
+        /// Leaves an IPv4 multicast group.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn leave_multicast_v4(&self, group: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()>;
 
-    /// Joins an IPv4 multicast group on the interface with address
-    /// `interface` (`0.0.0.0`: the system's choice).
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn join_multicast_v4(&self, group: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
-        self.inner.io.join_multicast_v4(group, interface)
-    }
+        /// Joins an IPv6 multicast group on the interface with index
+        /// `interface` (0: the system's choice).
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn join_multicast_v6(&self, group: &Ipv6Addr, interface: u32) -> io::Result<()>;
 
-    /// Leaves an IPv4 multicast group.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn leave_multicast_v4(&self, group: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
-        self.inner.io.leave_multicast_v4(group, interface)
-    }
+        /// Leaves an IPv6 multicast group.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn leave_multicast_v6(&self, group: &Ipv6Addr, interface: u32) -> io::Result<()>;
 
-    /// Joins an IPv6 multicast group on the interface with index
-    /// `interface` (0: the system's choice).
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn join_multicast_v6(&self, group: &Ipv6Addr, interface: u32) -> io::Result<()> {
-        self.inner.io.join_multicast_v6(group, interface)
-    }
+        /// Sets whether multicast datagrams sent here loop back to local
+        /// receivers (IPv4).
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn set_multicast_loop_v4(&self, on: bool) -> io::Result<()>;
 
-    /// Leaves an IPv6 multicast group.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn leave_multicast_v6(&self, group: &Ipv6Addr, interface: u32) -> io::Result<()> {
-        self.inner.io.leave_multicast_v6(group, interface)
-    }
+        /// Sets the time-to-live of outgoing IPv4 multicast datagrams.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn set_multicast_ttl_v4(&self, ttl: u32) -> io::Result<()>;
 
-    /// Sets whether multicast datagrams sent here loop back to local
-    /// receivers (IPv4).
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn set_multicast_loop_v4(&self, on: bool) -> io::Result<()> {
-        self.inner.io.set_multicast_loop_v4(on)
-    }
-
-    /// Sets the time-to-live of outgoing IPv4 multicast datagrams.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn set_multicast_ttl_v4(&self, ttl: u32) -> io::Result<()> {
-        self.inner.io.set_multicast_ttl_v4(ttl)
-    }
-
-    /// Takes the pending socket error (`SO_ERROR`), if any.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.io.take_error()
-    }
-}
-
-impl AsRawFd for UdpSocket {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.io.as_raw_fd()
+        pub fn take_error;
     }
 }

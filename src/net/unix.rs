@@ -6,16 +6,14 @@
 //!
 //! [`Op::Accept`]: crate::raw::Op::Accept
 
-use std::fmt;
 use std::io;
 use std::net::Shutdown;
-use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use super::registered::Registered;
-use crate::protocol::IoId;
+use super::registered::{outside_run, Registered};
+use super::tcp_stream::connect_state;
 
 /// A listening Unix domain socket whose `accept` pauses only the calling
 /// task.
@@ -57,14 +55,7 @@ pub struct UnixListener {
     inner: Registered<mio::net::UnixListener>,
 }
 
-impl fmt::Debug for UnixListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnixListener")
-            .field("fd", &self.as_raw_fd())
-            .field("local", &self.local_addr().ok())
-            .finish()
-    }
-}
+socket_traits!(UnixListener { "local": local_addr });
 
 impl UnixListener {
     /// Creates the socket file at `path` and listens on it.
@@ -113,33 +104,18 @@ impl UnixListener {
         UnixIncoming { listener: self }
     }
 
-    /// The address the listener is bound to.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.io.local_addr()
-    }
+    socket_methods! {
+        /// The address the listener is bound to.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn local_addr(&self) -> io::Result<SocketAddr>;
 
-    /// The id the socket is registered under.
-    pub fn io_id(&self) -> IoId {
-        self.inner.id()
-    }
+        /// The id the socket is registered under.
+        pub fn io_id;
 
-    /// Takes the pending socket error (`SO_ERROR`), if any.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.io.take_error()
-    }
-}
-
-impl AsRawFd for UnixListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.io.as_raw_fd()
+        pub fn take_error;
     }
 }
 
@@ -187,15 +163,7 @@ pub struct UnixStream {
     inner: Registered<mio::net::UnixStream>,
 }
 
-impl fmt::Debug for UnixStream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnixStream")
-            .field("fd", &self.as_raw_fd())
-            .field("local", &self.local_addr().ok())
-            .field("peer", &self.peer_addr().ok())
-            .finish()
-    }
-}
+socket_traits!(UnixStream { "local": local_addr, "peer": peer_addr });
 
 /// The longest pause between two connection attempts while the listener's
 /// backlog is full.
@@ -225,7 +193,7 @@ impl UnixStream {
                     // `sleep` is a pause, so this fails outside a task;
                     // check first for a clear error instead of a panic.
                     if crate::spawn::current_id().is_none() {
-                        return Err(outside_task());
+                        return Err(outside_run());
                     }
                     crate::time::sleep(backoff);
                     backoff = (backoff * 2).min(MAX_CONNECT_BACKOFF);
@@ -239,18 +207,9 @@ impl UnixStream {
         };
         // Should the connect still be in progress, it is done once the
         // socket is writable; the socket error tells how it went.
-        stream.inner.do_write(|s| {
-            if let Some(e) = s.take_error()? {
-                return Err(e);
-            }
-            match s.peer_addr() {
-                Ok(_) => Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
-                    Err(io::ErrorKind::WouldBlock.into())
-                }
-                Err(e) => Err(e),
-            }
-        })?;
+        stream
+            .inner
+            .do_write(|s| connect_state(s.take_error(), || s.peer_addr()))?;
         Ok(stream)
     }
 
@@ -284,98 +243,42 @@ impl UnixStream {
         })
     }
 
-    /// The id the socket is registered under, for hand-written readiness
-    /// waits.
-    pub fn io_id(&self) -> IoId {
-        self.inner.id()
-    }
+    socket_methods! {
+        /// The id the socket is registered under, for hand-written readiness
+        /// waits.
+        pub fn io_id;
 
-    /// The local address (unnamed unless the socket was bound).
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.io.local_addr()
-    }
+        /// The local address (unnamed unless the socket was bound).
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn local_addr(&self) -> io::Result<SocketAddr>;
 
-    /// The peer's address: the listener's path for a connected client.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::NotConnected`] once the connection is gone.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.io.peer_addr()
-    }
+        /// The peer's address: the listener's path for a connected client.
+        ///
+        /// # Errors
+        ///
+        /// [`io::ErrorKind::NotConnected`] once the connection is gone.
+        pub fn peer_addr(&self) -> io::Result<SocketAddr>;
 
-    /// Shuts down the read side, write side or both. After a write
-    /// shutdown the peer reads end-of-file.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.inner.io.shutdown(how)
-    }
+        /// Shuts down the read side, write side or both. After a write
+        /// shutdown the peer reads end-of-file.
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn shutdown(&self, how: Shutdown) -> io::Result<()>;
 
-    /// Makes reads fail with [`io::ErrorKind::TimedOut`] when no data comes
-    /// within `timeout` (`None`: wait forever), like std.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.inner.set_read_timeout(timeout)
-    }
+        /// Makes reads fail with [`io::ErrorKind::TimedOut`] when no data comes
+        /// within `timeout` (`None`: wait forever), like std.
+        pub fn set_read_timeout;
 
-    /// Makes writes fail with [`io::ErrorKind::TimedOut`] when the socket
-    /// stays full for `timeout` (`None`: wait forever), like std.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.inner.set_write_timeout(timeout)
-    }
+        /// Makes writes fail with [`io::ErrorKind::TimedOut`] when the socket
+        /// stays full for `timeout` (`None`: wait forever), like std.
+        pub fn set_write_timeout;
 
-    /// The read timeout.
-    ///
-    /// # Errors
-    ///
-    /// Never; `io::Result` for symmetry with std.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.inner.read_timeout())
-    }
-
-    /// The write timeout.
-    ///
-    /// # Errors
-    ///
-    /// Never; `io::Result` for symmetry with std.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.inner.write_timeout())
-    }
-
-    /// Takes the pending socket error (`SO_ERROR`), if any.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.io.take_error()
-    }
-}
-
-fn outside_task() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        "yieldloop: sockets can only be created inside yieldloop::run",
-    )
-}
-
-impl AsRawFd for UnixStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.io.as_raw_fd()
+        pub fn take_error;
     }
 }
 

@@ -17,16 +17,14 @@
 //! instead of waiting.
 
 use std::cell::Cell;
-use std::fmt;
 use std::io;
 use std::net::Shutdown;
-use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::registered::Registered;
-use crate::protocol::{IoId, Op, Resume};
+use crate::protocol::{Op, Resume};
 
 /// The longest pause between two attempts of a [`UnixDatagram::send_to`]
 /// while the receiver's queue stays full.
@@ -81,15 +79,7 @@ pub struct UnixDatagram {
     read_shut: Cell<bool>,
 }
 
-impl fmt::Debug for UnixDatagram {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnixDatagram")
-            .field("fd", &self.as_raw_fd())
-            .field("local", &self.local_addr().ok())
-            .field("peer", &self.peer_addr().ok())
-            .finish()
-    }
-}
+socket_traits!(UnixDatagram { "local": local_addr, "peer": peer_addr });
 
 impl UnixDatagram {
     /// Creates the socket file at `path` and binds a socket to it.
@@ -184,23 +174,21 @@ impl UnixDatagram {
         })
     }
 
-    /// The id the socket is registered under, for hand-written readiness
-    /// waits.
-    pub fn io_id(&self) -> IoId {
-        self.inner.id()
-    }
+    socket_methods! {
+        /// The id the socket is registered under, for hand-written readiness
+        /// waits.
+        pub fn io_id;
 
-    /// Sets the default peer to the socket at `path`: [`send`](Self::send)
-    /// goes there and [`recv`](Self::recv) accepts datagrams from there
-    /// only. Nothing is sent, and it never pauses.
-    ///
-    /// # Errors
-    ///
-    /// The system's error, e.g. [`io::ErrorKind::NotFound`] when no file is
-    /// there or [`io::ErrorKind::ConnectionRefused`] when no socket is bound
-    /// to it.
-    pub fn connect(&self, path: impl AsRef<Path>) -> io::Result<()> {
-        self.inner.io.connect(path)
+        /// Sets the default peer to the socket at `path`: [`send`](Self::send)
+        /// goes there and [`recv`](Self::recv) accepts datagrams from there
+        /// only. Nothing is sent, and it never pauses.
+        ///
+        /// # Errors
+        ///
+        /// The system's error, e.g. [`io::ErrorKind::NotFound`] when no file
+        /// is there or [`io::ErrorKind::ConnectionRefused`] when no socket is
+        /// bound to it.
+        pub fn connect(&self, path: impl AsRef<Path>) -> io::Result<()>;
     }
 
     /// Sends `buf` as one datagram to the socket at `path` and returns the
@@ -306,74 +294,42 @@ impl UnixDatagram {
         })
     }
 
-    /// The address the socket is bound to (unnamed if it is not).
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.io.local_addr()
-    }
+    socket_methods! {
+        /// The address the socket is bound to (unnamed if it is not).
+        ///
+        /// # Errors
+        ///
+        /// The system's error.
+        pub fn local_addr(&self) -> io::Result<SocketAddr>;
 
-    /// The [connected](Self::connect) peer's address.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::NotConnected`] without a peer.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.io.peer_addr()
-    }
+        /// The [connected](Self::connect) peer's address.
+        ///
+        /// # Errors
+        ///
+        /// [`io::ErrorKind::NotConnected`] without a peer.
+        pub fn peer_addr(&self) -> io::Result<SocketAddr>;
 
-    /// Makes receives fail with [`io::ErrorKind::TimedOut`] when no
-    /// datagram comes within `timeout` (`None`: wait forever), like std.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use yieldloop::net::UnixDatagram;
-    ///
-    /// yieldloop::run(|| {
-    ///     let (a, _b) = UnixDatagram::pair().unwrap();
-    ///     a.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-    ///     let err = a.recv(&mut [0u8; 8]).unwrap_err();
-    ///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
-    /// });
-    /// ```
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.inner.set_read_timeout(timeout)
-    }
+        /// Makes receives fail with [`io::ErrorKind::TimedOut`] when no
+        /// datagram comes within `timeout` (`None`: wait forever), like std.
+        pub fn set_read_timeout {
+            /// # Examples
+            ///
+            /// ```
+            /// use std::time::Duration;
+            /// use yieldloop::net::UnixDatagram;
+            ///
+            /// yieldloop::run(|| {
+            ///     let (a, _b) = UnixDatagram::pair().unwrap();
+            ///     a.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+            ///     let err = a.recv(&mut [0u8; 8]).unwrap_err();
+            ///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+            /// });
+            /// ```
+        };
 
-    /// Makes sends fail with [`io::ErrorKind::TimedOut`] when they cannot
-    /// go out within `timeout` (`None`: wait forever), like std.
-    ///
-    /// # Errors
-    ///
-    /// [`io::ErrorKind::InvalidInput`] for a zero duration, as in std.
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.inner.set_write_timeout(timeout)
-    }
-
-    /// The read timeout.
-    ///
-    /// # Errors
-    ///
-    /// Never; `io::Result` for symmetry with std.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.inner.read_timeout())
-    }
-
-    /// The write timeout.
-    ///
-    /// # Errors
-    ///
-    /// Never; `io::Result` for symmetry with std.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.inner.write_timeout())
+        /// Makes sends fail with [`io::ErrorKind::TimedOut`] when they cannot
+        /// go out within `timeout` (`None`: wait forever), like std.
+        pub fn set_write_timeout;
     }
 
     /// Shuts down the read side, write side or both, like std. After a
@@ -394,18 +350,7 @@ impl UnixDatagram {
         Ok(())
     }
 
-    /// Takes the pending socket error (`SO_ERROR`), if any.
-    ///
-    /// # Errors
-    ///
-    /// The system's error.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.io.take_error()
-    }
-}
-
-impl AsRawFd for UnixDatagram {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.io.as_raw_fd()
+    socket_methods! {
+        pub fn take_error;
     }
 }

@@ -1,226 +1,84 @@
 //! Single-thread channels: [`channel`], [`sync_channel`] and their handles.
 //!
+//! They are the [channel core](super::chan) in its single-thread flavor.
 //! The state sits in an `Rc<RefCell<..>>`, not behind a lock: every handle
 //! lives on one scheduler's thread (none of them is `Send`), and no borrow
-//! is ever held across a pause, so a borrow can never be contended.
-//!
-//! Two waiter queues hang off the state:
-//!
-//! - `recvq`: receivers (and [`Select`](super::Select)s) waiting for a
-//!   message. A sender puts the value in the buffer and unparks the first
-//!   waiter that is still parked; that receiver takes it when it runs. A
-//!   receiver unwound after being picked hands the wake-up to the next one.
-//! - `sendq`: senders of a full bounded channel, each *holding its value*.
-//!   A receiver that frees a slot moves the first parked sender's value
-//!   into the buffer and unparks it: its send is done. Parked senders are
-//!   served strictly in order, and a sender's value is never taken unless
-//!   its unpark succeeded, so a send that was cancelled or timed out never
-//!   happened.
+//! is ever held across a pause, so a borrow can never be contended. Every
+//! waiter is a task of that scheduler, woken through its [`ParkToken`]
+//! without any atomic operation.
 
-use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::fmt;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use super::chan::{self, channel_handles, Flavor, Guard};
 use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
-use super::select::sealed::{Fired, Registration, SelectRecv};
-use super::waitq::{self, park_local, OnDrop, Signal, WaitQueue, Woken};
-use crate::park::{park, park_token};
+use super::select::sealed::Fired;
+use super::waitq::{self, Signal, WaitQueue, Woken};
+use crate::park::RemoteUnparker;
 use crate::protocol::ParkToken;
-use crate::protocol::Resume;
+
+/// The single-thread flavor of the channel core.
+#[derive(Debug)]
+pub(crate) struct Local;
+
+// `#[inline]` throughout: the core calls these on every hand-over from its
+// generic code, which is compiled in the crate that uses the channel, and
+// there a function of this crate that is not generic is otherwise never
+// inlined.
+
+impl Flavor for Local {
+    type Lock<S> = RefCell<S>;
+    type Receiver = Signal;
+    type Sender = ParkToken;
+
+    #[inline]
+    fn wake_one(&self, q: &mut WaitQueue<Signal>) -> bool {
+        waitq::wake_one(q)
+    }
+
+    #[inline]
+    fn wake_all(&self, q: &mut WaitQueue<Signal>) {
+        waitq::wake_all(q);
+    }
+
+    #[inline]
+    fn wake_sender(&self, token: &ParkToken) -> bool {
+        token.unpark()
+    }
+
+    #[inline]
+    fn task_receiver(token: ParkToken) -> (Signal, Fired, Option<RemoteUnparker>) {
+        let woken = Rc::new(Cell::new(Woken::Not));
+        (Signal::new(token, woken.clone()), Fired::Local(woken), None)
+    }
+
+    #[inline]
+    fn task_sender(token: ParkToken) -> (ParkToken, Option<RemoteUnparker>) {
+        (token, None)
+    }
+
+    #[inline]
+    fn wait_receiver<'a, T>(
+        chan: &'a Chan<T>,
+        st: Guard<'a, T, Local>,
+        deadline: Option<Instant>,
+    ) -> Result<Guard<'a, T, Local>, RecvTimeoutError> {
+        chan.park_receiver(st, deadline)
+    }
+
+    #[inline]
+    fn wait_sender<T>(
+        chan: &Chan<T>,
+        st: Guard<'_, T, Local>,
+        value: T,
+    ) -> Result<(), SendError<T>> {
+        chan.park_sender(st, value)
+    }
+}
 
 /// The shared state of one channel.
-pub(crate) struct Chan<T> {
-    state: RefCell<State<T>>,
-}
-
-struct State<T> {
-    buf: VecDeque<T>,
-    /// `None`: unbounded. `Some(0)`: rendezvous.
-    cap: Option<usize>,
-    /// Live `Sender`/`SyncSender` handles.
-    senders: usize,
-    receiver_alive: bool,
-    recvq: WaitQueue<Signal>,
-    /// # Invariant
-    /// With a buffer (`cap > 0`), parked senders exist only while the
-    /// buffer is full, give or take entries whose task stopped waiting.
-    sendq: WaitQueue<Parked<T>>,
-}
-
-/// A sender parked on a full channel, with the value it is sending.
-struct Parked<T> {
-    token: ParkToken,
-    value: T,
-}
-
-impl<T> State<T> {
-    /// True if a receiver would find something to do: a message, a parked
-    /// sender of a rendezvous, or the end of the channel.
-    fn receivable(&self) -> bool {
-        !self.buf.is_empty() || !self.sendq.is_empty() || self.senders == 0
-    }
-
-    /// Takes the value of the first parked sender that is still parked,
-    /// unparking it: its send has happened.
-    fn take_parked_sender(&mut self) -> Option<T> {
-        self.sendq.take_first(|p| p.token.unpark()).map(|p| p.value)
-    }
-
-    /// The non-blocking receive every receive is made of.
-    fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        if let Some(v) = self.buf.pop_front() {
-            // A slot came free: the longest-parked sender fills it.
-            if self.cap.is_some_and(|c| self.buf.len() < c) {
-                if let Some(next) = self.take_parked_sender() {
-                    self.buf.push_back(next);
-                }
-            }
-            return Ok(v);
-        }
-        // Empty buffer: a rendezvous hands over straight from the sender.
-        if let Some(v) = self.take_parked_sender() {
-            return Ok(v);
-        }
-        if self.senders == 0 {
-            Err(TryRecvError::Disconnected)
-        } else {
-            Err(TryRecvError::Empty)
-        }
-    }
-
-    /// Wakes one waiting receiver. Returns whether one was woken.
-    fn wake_receiver(&mut self) -> bool {
-        waitq::wake_one(&mut self.recvq)
-    }
-
-    /// A receiver picked by a wake-up is going away without receiving:
-    /// pick the next one, if there is something for it.
-    fn pass_on(&mut self, woken: Woken) {
-        if woken == Woken::One && self.receivable() {
-            self.wake_receiver();
-        }
-    }
-}
-
-impl<T> Chan<T> {
-    fn new(cap: Option<usize>) -> Rc<Chan<T>> {
-        Rc::new(Chan {
-            state: RefCell::new(State {
-                buf: VecDeque::new(),
-                cap,
-                senders: 1,
-                receiver_alive: true,
-                recvq: WaitQueue::default(),
-                sendq: WaitQueue::default(),
-            }),
-        })
-    }
-
-    /// Sends without ever pausing: the unbounded send, and the fast path of
-    /// the bounded one. Gives the value back if the channel is full.
-    fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        let mut st = self.state.borrow_mut();
-        if !st.receiver_alive {
-            return Err(TrySendError::Disconnected(value));
-        }
-        let room = match st.cap {
-            None => true,
-            // Parked senders go first: no overtaking them.
-            Some(c) if c > 0 => st.buf.len() < c && st.sendq.is_empty(),
-            // A rendezvous succeeds only into the hands of a waiting
-            // receiver; it is woken and will take the value from the
-            // buffer.
-            Some(_) => st.wake_receiver(),
-        };
-        if !room {
-            return Err(TrySendError::Full(value));
-        }
-        st.buf.push_back(value);
-        if st.cap != Some(0) {
-            st.wake_receiver();
-        }
-        Ok(())
-    }
-
-    /// The bounded send: the fast path, else park with the value until a
-    /// receiver takes it.
-    fn send(&self, value: T) -> Result<(), SendError<T>> {
-        let value = match self.try_send(value) {
-            Ok(()) => return Ok(()),
-            Err(TrySendError::Disconnected(v)) => return Err(SendError(v)),
-            Err(TrySendError::Full(v)) => v,
-        };
-        let mut token = park_token();
-        let id = {
-            let mut st = self.state.borrow_mut();
-            let id = st.sendq.push(Parked { token, value });
-            // A rendezvous needs a receiver to come and take it.
-            st.wake_receiver();
-            id
-        };
-        // Unwound while parked: withdraw the value unless it was taken
-        // already (then the send happened). It is dropped after the borrow
-        // ends, since its destructor may use this channel.
-        let guard = OnDrop::new(|| {
-            let withdrawn = self.state.borrow_mut().sendq.remove(id);
-            drop(withdrawn);
-        });
-        loop {
-            let r = park(token, None);
-            let mut st = self.state.borrow_mut();
-            if !st.sendq.contains(id) {
-                guard.defuse();
-                return Ok(());
-            }
-            if !st.receiver_alive || matches!(r, Resume::Cancelled) {
-                // The receiver is gone, or this task is unwinding and can
-                // not wait: the send fails and the value goes back.
-                let parked = st.sendq.remove(id);
-                drop(st);
-                guard.defuse();
-                return match parked {
-                    Some(p) => Err(SendError(p.value)),
-                    None => Ok(()),
-                };
-            }
-            // Still queued after a wake-up that was not a hand-over: wait
-            // again in the same place, under a fresh token.
-            token = park_token();
-            if let Some(p) = st.sendq.get_mut(id) {
-                p.token = token;
-            }
-        }
-    }
-
-    fn recv_deadline(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
-        loop {
-            match self.state.borrow_mut().try_recv() {
-                Ok(v) => return Ok(v),
-                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-                Err(TryRecvError::Empty) => {}
-            }
-            // A deadline `<= now` has passed: one last look was taken above.
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(RecvTimeoutError::Timeout);
-            }
-            let (r, _) = park_local(
-                &self.state,
-                |s| &mut s.recvq,
-                deadline,
-                |s, woken| s.pass_on(woken),
-            );
-            if let Resume::Cancelled = r {
-                // Unwinding: this task cannot wait, so for it the channel
-                // is closed.
-                return Err(RecvTimeoutError::Disconnected);
-            }
-            // Woken, timed out or not: look again. A wake-up whose message
-            // another receiver took in the meantime just means waiting on.
-        }
-    }
-}
+pub(crate) type Chan<T> = chan::Chan<T, Local>;
 
 /// Creates an unbounded single-thread channel: sends never pause, a
 /// receive pauses the task until a message comes.
@@ -253,7 +111,7 @@ impl<T> Chan<T> {
 /// needs_send(tx);
 /// ```
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
-    let chan = Chan::new(None);
+    let chan = Rc::new(Chan::new(None, Local));
     (Sender { chan: chan.clone() }, Receiver { chan })
 }
 
@@ -289,7 +147,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 /// });
 /// ```
 pub fn sync_channel<T>(bound: usize) -> (SyncSender<T>, Receiver<T>) {
-    let chan = Chan::new(Some(bound));
+    let chan = Rc::new(Chan::new(Some(bound), Local));
     (SyncSender { chan: chan.clone() }, Receiver { chan })
 }
 
@@ -407,7 +265,7 @@ impl<T> Receiver<T> {
     /// [`TryRecvError::Disconnected`] if nothing is there and every sender
     /// is gone.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        self.chan.state.borrow_mut().try_recv()
+        self.chan.try_recv()
     }
 
     /// Like [`recv`](Self::recv), giving up after `timeout`.
@@ -451,7 +309,7 @@ impl<T> Receiver<T> {
     /// Messages waiting in the buffer now (parked senders' values not
     /// counted).
     pub fn len(&self) -> usize {
-        self.chan.state.borrow().buf.len()
+        self.chan.len()
     }
 
     /// True if no message waits in the buffer.
@@ -460,183 +318,11 @@ impl<T> Receiver<T> {
     }
 }
 
-impl<T> Clone for Sender<T> {
-    fn clone(&self) -> Self {
-        self.chan.state.borrow_mut().senders += 1;
-        Sender {
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-impl<T> Clone for SyncSender<T> {
-    fn clone(&self) -> Self {
-        self.chan.state.borrow_mut().senders += 1;
-        SyncSender {
-            chan: self.chan.clone(),
-        }
-    }
-}
-
-/// The last sender closes the channel: every waiting receiver wakes up to
-/// drain what is left and then learn it is over.
-fn drop_sender<T>(chan: &Chan<T>) {
-    let mut st = chan.state.borrow_mut();
-    st.senders -= 1;
-    if st.senders == 0 {
-        waitq::wake_all(&mut st.recvq);
-    }
-}
-
-impl<T> Drop for Sender<T> {
-    fn drop(&mut self) {
-        drop_sender(&self.chan);
-    }
-}
-
-impl<T> Drop for SyncSender<T> {
-    fn drop(&mut self) {
-        drop_sender(&self.chan);
-    }
-}
-
-impl<T> Drop for Receiver<T> {
-    fn drop(&mut self) {
-        let buffered = {
-            let mut st = self.chan.state.borrow_mut();
-            st.receiver_alive = false;
-            // Parked senders wake, find their value still queued and get it
-            // back in a `SendError`; their entries stay for them to take.
-            for p in st.sendq.iter() {
-                p.token.unpark();
-            }
-            std::mem::take(&mut st.buf)
-        };
-        // Dropped outside the borrow: a message's destructor may use the
-        // channel.
-        drop(buffered);
-    }
-}
-
-impl<T> SelectRecv for Receiver<T> {
-    fn is_ready(&self) -> bool {
-        self.chan.state.borrow().receivable()
-    }
-
-    fn register(&self, token: ParkToken) -> Registration {
-        let woken = Rc::new(std::cell::Cell::new(Woken::Not));
-        let id = self
-            .chan
-            .state
-            .borrow_mut()
-            .recvq
-            .push(Signal::new(token, woken.clone()));
-        Registration {
-            id,
-            fired: Fired::Local(woken),
-            _keep: None,
-        }
-    }
-
-    fn unregister(&self, reg: &Registration) -> bool {
-        self.chan.state.borrow_mut().recvq.remove(reg.id);
-        reg.fired.get()
-    }
-
-    fn pass_on(&self) {
-        self.chan.state.borrow_mut().pass_on(Woken::One);
-    }
-}
-
-impl<T> super::Selectable for Receiver<T> {}
-
-/// Iterator of [`Receiver::iter`]: receives until the channel is closed.
-#[derive(Debug)]
-pub struct Iter<'a, T> {
-    rx: &'a Receiver<T>,
-}
-
-impl<T> Iterator for Iter<'_, T> {
-    type Item = T;
-
-    fn next(&mut self) -> Option<T> {
-        self.rx.recv().ok()
-    }
-}
-
-/// Iterator of [`Receiver::try_iter`]: what is there now.
-#[derive(Debug)]
-pub struct TryIter<'a, T> {
-    rx: &'a Receiver<T>,
-}
-
-impl<T> Iterator for TryIter<'_, T> {
-    type Item = T;
-
-    fn next(&mut self) -> Option<T> {
-        self.rx.try_recv().ok()
-    }
-}
-
-/// Owning iterator of a [`Receiver`]: receives until the channel is closed.
-#[derive(Debug)]
-pub struct IntoIter<T> {
-    rx: Receiver<T>,
-}
-
-impl<T> Iterator for IntoIter<T> {
-    type Item = T;
-
-    fn next(&mut self) -> Option<T> {
-        self.rx.recv().ok()
-    }
-}
-
-impl<T> IntoIterator for Receiver<T> {
-    type Item = T;
-    type IntoIter = IntoIter<T>;
-
-    fn into_iter(self) -> IntoIter<T> {
-        IntoIter { rx: self }
-    }
-}
-
-impl<'a, T> IntoIterator for &'a Receiver<T> {
-    type Item = T;
-    type IntoIter = Iter<'a, T>;
-
-    fn into_iter(self) -> Iter<'a, T> {
-        self.iter()
-    }
-}
-
-/// What the handles show in `{:?}`: counts, never the messages.
-fn debug_chan<T>(name: &str, chan: &Chan<T>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let st = chan.state.borrow();
-    f.debug_struct(name)
-        .field("buffered", &st.buf.len())
-        .field("capacity", &st.cap)
-        .field("senders", &st.senders)
-        .field("receiver_alive", &st.receiver_alive)
-        .field("waiting_receivers", &st.recvq.len())
-        .field("waiting_senders", &st.sendq.len())
-        .finish()
-}
-
-impl<T> fmt::Debug for Sender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        debug_chan("Sender", &self.chan, f)
-    }
-}
-
-impl<T> fmt::Debug for SyncSender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        debug_chan("SyncSender", &self.chan, f)
-    }
-}
-
-impl<T> fmt::Debug for Receiver<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        debug_chan("Receiver", &self.chan, f)
-    }
+channel_handles! {
+    /// Iterator of [`Receiver::iter`]: receives until the channel is closed.
+    pub struct Iter;
+    /// Iterator of [`Receiver::try_iter`]: what is there now.
+    pub struct TryIter;
+    /// Owning iterator of a [`Receiver`]: receives until the channel is closed.
+    pub struct IntoIter;
 }

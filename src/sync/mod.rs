@@ -47,6 +47,8 @@
 //! # Layout
 //!
 //! - `waitq`: the waiter queue and park step everything here is made of.
+//! - `chan`: the channel core (state, rules, handle plumbing) that both
+//!   channel kinds share, made single-thread or cross-thread by a flavor.
 //! - `channel`: [`channel`], [`sync_channel`]; `oneshot`: [`oneshot`].
 //! - `error`: [`SendError`], [`TrySendError`], [`RecvError`],
 //!   [`TryRecvError`], [`RecvTimeoutError`].
@@ -86,6 +88,7 @@
 //! });
 //! ```
 
+mod chan;
 mod channel;
 mod error;
 pub mod mpsc;

@@ -65,6 +65,7 @@ pub(crate) mod sealed {
 
     impl Fired {
         /// True if a sender picked this registration.
+        #[inline]
         pub fn get(&self) -> bool {
             match self {
                 Fired::Local(w) => w.get() != Woken::Not,
@@ -79,7 +80,7 @@ pub(crate) mod sealed {
         pub(crate) id: u64,
         pub(crate) fired: Fired,
         /// A cross-thread channel's second handle on the select's unparker,
-        /// held for the length of the pause (see `mpsc::Waiter::task`).
+        /// held for the length of the pause (see `mpsc::TaskOrThread::task`).
         pub(crate) _keep: Option<crate::park::RemoteUnparker>,
     }
 

@@ -78,6 +78,7 @@ impl<E> WaitQueue<E> {
     }
 
     /// Takes out the entry `id`, if it is still queued.
+    #[inline]
     pub(crate) fn remove(&mut self, id: u64) -> Option<E> {
         let i = self.index(id)?;
         self.entries.remove(i).map(|(_, e)| e)
@@ -138,6 +139,7 @@ impl Signal {
 
     /// Unparks the waiter if it is still parked in this very pause, and
     /// records how. Returns whether it did.
+    #[inline]
     pub(crate) fn wake(&self, how: Woken) -> bool {
         if self.token.unpark() {
             self.woken.set(how);
