@@ -9,7 +9,7 @@
 
 /// Implements `Read`/`Write` for a stream type, both on `&T` (so one task
 /// can read while another writes through shared references) and on `T`,
-/// by running the std call in the `Registered` retry loop of its `inner`
+/// by running the std call in the `PausingIo` retry loop of its `inner`
 /// field. The stream types differ only in their mio type, so one body
 /// serves them all.
 macro_rules! blocking_style_io {
@@ -185,7 +185,7 @@ macro_rules! socket_traits {
     };
 }
 
-mod registered;
+mod pausing_io;
 mod reuseport;
 mod tcp_listener;
 mod tcp_stream;

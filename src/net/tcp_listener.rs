@@ -3,7 +3,7 @@
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use super::registered::Registered;
+use super::pausing_io::PausingIo;
 use super::tcp_stream::{each_addr, TcpStream};
 use crate::protocol::{Op, Resume};
 
@@ -29,7 +29,7 @@ use crate::protocol::{Op, Resume};
 /// .unwrap();
 /// ```
 pub struct TcpListener {
-    inner: Registered<mio::net::TcpListener>,
+    inner: PausingIo<mio::net::TcpListener>,
 }
 
 socket_traits!(TcpListener { "local": local_addr });
@@ -46,7 +46,7 @@ impl TcpListener {
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
         each_addr(addr, |a| {
             Ok(TcpListener {
-                inner: Registered::new(mio::net::TcpListener::bind(a)?)?,
+                inner: PausingIo::new(mio::net::TcpListener::bind(a)?)?,
             })
         })
     }
@@ -59,7 +59,7 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
         Ok(TcpListener {
-            inner: Registered::new(mio::net::TcpListener::from_std(listener))?,
+            inner: PausingIo::new(mio::net::TcpListener::from_std(listener))?,
         })
     }
 

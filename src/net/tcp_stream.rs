@@ -4,7 +4,7 @@ use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use super::registered::{outside_run, Registered};
+use super::pausing_io::{outside_run, PausingIo};
 
 /// A TCP connection whose reads and writes pause only the calling task.
 ///
@@ -35,7 +35,7 @@ use super::registered::{outside_run, Registered};
 /// .unwrap();
 /// ```
 pub struct TcpStream {
-    inner: Registered<mio::net::TcpStream>,
+    inner: PausingIo<mio::net::TcpStream>,
 }
 
 socket_traits!(TcpStream { "local": local_addr, "peer": peer_addr });
@@ -84,7 +84,7 @@ impl TcpStream {
             return Err(outside_run());
         }
         let stream = TcpStream {
-            inner: Registered::new(mio::net::TcpStream::connect(addr)?)?.short_read_drains(),
+            inner: PausingIo::new(mio::net::TcpStream::connect(addr)?)?.short_read_drains(),
         };
         stream.inner.set_write_timeout(timeout)?;
         // A non-blocking connect completes when the socket becomes writable;
@@ -105,7 +105,7 @@ impl TcpStream {
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
         Ok(TcpStream {
-            inner: Registered::new(mio::net::TcpStream::from_std(stream))?.short_read_drains(),
+            inner: PausingIo::new(mio::net::TcpStream::from_std(stream))?.short_read_drains(),
         })
     }
 

@@ -3,7 +3,7 @@
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
-use super::registered::Registered;
+use super::pausing_io::PausingIo;
 use super::tcp_stream::each_addr;
 
 /// A UDP socket whose sends and receives pause only the calling task.
@@ -39,7 +39,7 @@ use super::tcp_stream::each_addr;
 /// .unwrap();
 /// ```
 pub struct UdpSocket {
-    inner: Registered<mio::net::UdpSocket>,
+    inner: PausingIo<mio::net::UdpSocket>,
 }
 
 socket_traits!(UdpSocket { "local": local_addr, "peer": peer_addr });
@@ -55,7 +55,7 @@ impl UdpSocket {
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         each_addr(addr, |a| {
             Ok(UdpSocket {
-                inner: Registered::new(mio::net::UdpSocket::bind(a)?)?,
+                inner: PausingIo::new(mio::net::UdpSocket::bind(a)?)?,
             })
         })
     }
@@ -68,7 +68,7 @@ impl UdpSocket {
     pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
         socket.set_nonblocking(true)?;
         Ok(UdpSocket {
-            inner: Registered::new(mio::net::UdpSocket::from_std(socket))?,
+            inner: PausingIo::new(mio::net::UdpSocket::from_std(socket))?,
         })
     }
 

@@ -12,7 +12,7 @@ use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use super::registered::{outside_run, Registered};
+use super::pausing_io::{outside_run, PausingIo};
 use super::tcp_stream::connect_state;
 
 /// A listening Unix domain socket whose `accept` pauses only the calling
@@ -52,7 +52,7 @@ use super::tcp_stream::connect_state;
 /// std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 pub struct UnixListener {
-    inner: Registered<mio::net::UnixListener>,
+    inner: PausingIo<mio::net::UnixListener>,
 }
 
 socket_traits!(UnixListener { "local": local_addr });
@@ -66,7 +66,7 @@ impl UnixListener {
     /// exists, or [`io::ErrorKind::Unsupported`] outside a task.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
         Ok(UnixListener {
-            inner: Registered::new(mio::net::UnixListener::bind(path)?)?,
+            inner: PausingIo::new(mio::net::UnixListener::bind(path)?)?,
         })
     }
 
@@ -78,7 +78,7 @@ impl UnixListener {
     pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
         listener.set_nonblocking(true)?;
         Ok(UnixListener {
-            inner: Registered::new(mio::net::UnixListener::from_std(listener))?,
+            inner: PausingIo::new(mio::net::UnixListener::from_std(listener))?,
         })
     }
 
@@ -93,7 +93,7 @@ impl UnixListener {
         let (stream, addr) = self.inner.do_read(|l| l.accept())?;
         Ok((
             UnixStream {
-                inner: Registered::new(stream)?,
+                inner: PausingIo::new(stream)?,
             },
             addr,
         ))
@@ -160,7 +160,7 @@ impl Iterator for UnixIncoming<'_> {
 /// .unwrap();
 /// ```
 pub struct UnixStream {
-    inner: Registered<mio::net::UnixStream>,
+    inner: PausingIo<mio::net::UnixStream>,
 }
 
 socket_traits!(UnixStream { "local": local_addr, "peer": peer_addr });
@@ -203,7 +203,7 @@ impl UnixStream {
             }
         };
         let stream = UnixStream {
-            inner: Registered::new(stream)?,
+            inner: PausingIo::new(stream)?,
         };
         // Should the connect still be in progress, it is done once the
         // socket is writable; the socket error tells how it went.
@@ -223,10 +223,10 @@ impl UnixStream {
         let (a, b) = mio::net::UnixStream::pair()?;
         Ok((
             UnixStream {
-                inner: Registered::new(a)?,
+                inner: PausingIo::new(a)?,
             },
             UnixStream {
-                inner: Registered::new(b)?,
+                inner: PausingIo::new(b)?,
             },
         ))
     }
@@ -239,7 +239,7 @@ impl UnixStream {
     pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
         stream.set_nonblocking(true)?;
         Ok(UnixStream {
-            inner: Registered::new(mio::net::UnixStream::from_std(stream))?,
+            inner: PausingIo::new(mio::net::UnixStream::from_std(stream))?,
         })
     }
 

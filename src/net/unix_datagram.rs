@@ -23,7 +23,7 @@ use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::registered::Registered;
+use super::pausing_io::PausingIo;
 use crate::protocol::{Op, Resume};
 
 /// The longest pause between two attempts of a [`UnixDatagram::send_to`]
@@ -74,7 +74,7 @@ const MAX_SEND_TO_BACKOFF: Duration = Duration::from_millis(50);
 /// std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 pub struct UnixDatagram {
-    inner: Registered<mio::net::UnixDatagram>,
+    inner: PausingIo<mio::net::UnixDatagram>,
     /// Whether [`shutdown`](Self::shutdown) has shut the read side.
     read_shut: Cell<bool>,
 }
@@ -90,7 +90,7 @@ impl UnixDatagram {
     /// exists, or [`io::ErrorKind::Unsupported`] outside a task.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixDatagram> {
         Ok(UnixDatagram {
-            inner: Registered::new(mio::net::UnixDatagram::bind(path)?)?,
+            inner: PausingIo::new(mio::net::UnixDatagram::bind(path)?)?,
             read_shut: Cell::new(false),
         })
     }
@@ -103,7 +103,7 @@ impl UnixDatagram {
     /// As for [`bind`](Self::bind).
     pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixDatagram> {
         Ok(UnixDatagram {
-            inner: Registered::new(mio::net::UnixDatagram::bind_addr(addr)?)?,
+            inner: PausingIo::new(mio::net::UnixDatagram::bind_addr(addr)?)?,
             read_shut: Cell::new(false),
         })
     }
@@ -118,7 +118,7 @@ impl UnixDatagram {
     /// task.
     pub fn unbound() -> io::Result<UnixDatagram> {
         Ok(UnixDatagram {
-            inner: Registered::new(mio::net::UnixDatagram::unbound()?)?,
+            inner: PausingIo::new(mio::net::UnixDatagram::unbound()?)?,
             read_shut: Cell::new(false),
         })
     }
@@ -151,11 +151,11 @@ impl UnixDatagram {
         let (a, b) = mio::net::UnixDatagram::pair()?;
         Ok((
             UnixDatagram {
-                inner: Registered::new(a)?,
+                inner: PausingIo::new(a)?,
                 read_shut: Cell::new(false),
             },
             UnixDatagram {
-                inner: Registered::new(b)?,
+                inner: PausingIo::new(b)?,
                 read_shut: Cell::new(false),
             },
         ))
@@ -169,7 +169,7 @@ impl UnixDatagram {
     pub fn from_std(socket: std::os::unix::net::UnixDatagram) -> io::Result<UnixDatagram> {
         socket.set_nonblocking(true)?;
         Ok(UnixDatagram {
-            inner: Registered::new(mio::net::UnixDatagram::from_std(socket))?,
+            inner: PausingIo::new(mio::net::UnixDatagram::from_std(socket))?,
             read_shut: Cell::new(false),
         })
     }
@@ -209,7 +209,7 @@ impl UnixDatagram {
     /// [write timeout](Self::set_write_timeout).
     pub fn send_to(&self, buf: &[u8], path: impl AsRef<Path>) -> io::Result<usize> {
         let path = path.as_ref();
-        let deadline = super::registered::deadline_in(self.inner.write_timeout());
+        let deadline = super::pausing_io::deadline_in(self.inner.write_timeout());
         let mut backoff = Duration::from_millis(1);
         // Whether the last wait ended with a write readiness event.
         let mut woke_writable = false;

@@ -1,5 +1,7 @@
-//! A mio source registered with the current scheduler, and the
-//! "try, and on `WouldBlock` wait for readiness" loop every socket uses.
+//! [`PausingIo`]: a non-blocking mio source registered with the current
+//! scheduler, whose calls pause the task instead of returning
+//! `WouldBlock`: the "try, and on `WouldBlock` wait for readiness" loop
+//! every socket uses.
 
 use std::cell::Cell;
 use std::io;
@@ -11,11 +13,13 @@ use crate::protocol::{IoId, Op, SchedulerId};
 use crate::reactor::{ReadEvents, ReadMark};
 use crate::scheduler;
 
-/// Owns a non-blocking mio source and its registration.
+/// Owns a non-blocking mio source and its registration, and runs calls on
+/// it so that a call that would block pauses the task until the source is
+/// ready, then tries again.
 ///
 /// `!Send`: the registration lives in this thread's scheduler.
 #[derive(Debug)]
-pub(crate) struct Registered<S: mio::event::Source + AsRawFd> {
+pub(crate) struct PausingIo<S: mio::event::Source + AsRawFd> {
     pub(crate) io: S,
     id: IoId,
     /// The scheduler the source is registered with.
@@ -34,7 +38,7 @@ pub(crate) struct Registered<S: mio::event::Source + AsRawFd> {
     _not_send: PhantomData<*const ()>,
 }
 
-impl<S: mio::event::Source + AsRawFd> Registered<S> {
+impl<S: mio::event::Source + AsRawFd> PausingIo<S> {
     /// Registers `io` with the current thread's scheduler.
     ///
     /// # Errors
@@ -45,7 +49,7 @@ impl<S: mio::event::Source + AsRawFd> Registered<S> {
         let (sched, (id, read_events)) =
             scheduler::try_with_scheduler(|s| s.register(&mut io, fd).map(|r| (s.id, r)))
                 .unwrap_or_else(|| Err(outside_run()))?;
-        Ok(Registered {
+        Ok(PausingIo {
             io,
             id,
             sched,
@@ -197,7 +201,7 @@ fn check_timeout(t: Option<Duration>) -> io::Result<()> {
     Ok(())
 }
 
-impl<S: mio::event::Source + AsRawFd> Drop for Registered<S> {
+impl<S: mio::event::Source + AsRawFd> Drop for PausingIo<S> {
     fn drop(&mut self) {
         // Outside its scheduler (after `run` returned) there is nothing to
         // deregister from: closing the descriptor is enough.
