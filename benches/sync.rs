@@ -23,7 +23,8 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use yieldloop::sync::{channel, mpsc, sync_channel, Mutex, Select};
+use yieldloop::sync::local::{channel, sync_channel};
+use yieldloop::sync::{mpsc, Mutex, Select};
 
 fn channel_handover(c: &mut Criterion) {
     c.bench_function("channel_handover", |b| {

@@ -25,7 +25,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use yieldloop::sync::sync_channel;
+use yieldloop::sync::local::sync_channel;
 
 /// Jobs the producer makes.
 const JOBS: u64 = 12;

@@ -11,9 +11,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use yieldloop::sync::{
-    channel, mpsc, oneshot, sync_channel, RecvError, RecvTimeoutError, TryRecvError, TrySendError,
-};
+use yieldloop::sync::local::{channel, sync_channel};
+use yieldloop::sync::{mpsc, oneshot, RecvError, RecvTimeoutError, TryRecvError, TrySendError};
 use yieldloop::{spawn, yield_now};
 
 use util::within;

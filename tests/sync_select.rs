@@ -9,7 +9,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use yieldloop::net::{TcpListener, TcpStream};
-use yieldloop::sync::{channel, mpsc, oneshot, Select, TryRecvError};
+use yieldloop::sync::local::channel;
+use yieldloop::sync::{mpsc, oneshot, Select, TryRecvError};
 use yieldloop::{sleep, spawn, yield_now};
 
 use util::within;

@@ -13,7 +13,7 @@ use std::fmt;
 ///
 /// ```
 /// yieldloop::run(|| {
-///     let (tx, rx) = yieldloop::sync::channel();
+///     let (tx, rx) = yieldloop::sync::local::channel();
 ///     drop(rx);
 ///     let err = tx.send(String::from("lost?")).unwrap_err();
 ///     assert_eq!(err.to_string(), "sending on a closed channel");
@@ -138,7 +138,7 @@ impl Error for TryRecvError {}
 /// use yieldloop::sync::RecvTimeoutError;
 ///
 /// yieldloop::run(|| {
-///     let (tx, rx) = yieldloop::sync::channel::<u8>();
+///     let (tx, rx) = yieldloop::sync::local::channel::<u8>();
 ///     let err = rx.recv_timeout(Duration::from_millis(5)).unwrap_err();
 ///     assert_eq!(err, RecvTimeoutError::Timeout);
 ///     assert_eq!(err.to_string(), "timed out waiting on a channel");

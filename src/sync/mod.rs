@@ -15,7 +15,7 @@
 //!
 //! | item | threads |
 //! |---|---|
-//! | [`channel`], [`sync_channel`], [`oneshot`] | one thread (`Rc`/`RefCell`, no locks) |
+//! | [`local::channel`], [`local::sync_channel`], [`oneshot`] | one thread (`Rc`/`RefCell`, no locks) |
 //! | [`mpsc::channel`], [`mpsc::sync_channel`] | any: tasks on several schedulers, and plain threads |
 //! | [`Select`] | one thread; waits on channels of both kinds |
 //! | [`Mutex`], [`Semaphore`], [`WaitGroup`], [`Barrier`], [`Notify`], [`Event`] | one thread: share them between the tasks of one scheduler through an `Rc` |
@@ -49,7 +49,9 @@
 //! - `waitq`: the waiter queue and park step everything here is made of.
 //! - `chan`: the channel core (state, rules, handle plumbing) that both
 //!   channel kinds share, made single-thread or cross-thread by a flavor.
-//! - `channel`: [`channel`], [`sync_channel`]; `oneshot`: [`oneshot`].
+//! - `chan`: the one channel core under both kinds of channel.
+//! - [`local`]: the single-thread channels, [`local::channel`] and
+//!   [`local::sync_channel`]; `oneshot`: [`oneshot`].
 //! - `error`: [`SendError`], [`TrySendError`], [`RecvError`],
 //!   [`TryRecvError`], [`RecvTimeoutError`].
 //! - [`mpsc`]: the cross-thread channels.
@@ -65,7 +67,7 @@
 //! through another:
 //!
 //! ```
-//! use yieldloop::sync::{channel, sync_channel};
+//! use yieldloop::sync::local::{channel, sync_channel};
 //!
 //! yieldloop::run(|| {
 //!     let (jobs_tx, jobs_rx) = sync_channel::<u64>(4);
@@ -89,8 +91,8 @@
 //! ```
 
 mod chan;
-mod channel;
 mod error;
+pub mod local;
 pub mod mpsc;
 mod mutex;
 mod notify;
@@ -100,7 +102,6 @@ mod semaphore;
 mod waitgroup;
 mod waitq;
 
-pub use channel::{channel, sync_channel, IntoIter, Iter, Receiver, Sender, SyncSender, TryIter};
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 pub use mutex::{Mutex, MutexGuard};
 pub use notify::{Event, Notify};

@@ -1,15 +1,15 @@
 //! [`oneshot`]: a channel for exactly one value, such as the answer to a
 //! request.
 //!
-//! It is an unbounded [`channel`](super::channel) whose sender can send
+//! It is an unbounded [`channel`](super::local::channel) whose sender can send
 //! only once (its `send` consumes it), so it shares that channel's waiting
 //! and cancellation rules.
 
 use std::fmt;
 use std::time::Duration;
 
-use super::channel::{self, Receiver, Sender};
 use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError};
+use super::local::{self, Receiver, Sender};
 use super::select::sealed::{Registration, SelectRecv};
 use crate::protocol::ParkToken;
 
@@ -30,7 +30,7 @@ use crate::protocol::ParkToken;
 /// });
 /// ```
 pub fn oneshot<T>() -> (OneshotSender<T>, OneshotReceiver<T>) {
-    let (tx, rx) = channel::channel();
+    let (tx, rx) = local::channel();
     (OneshotSender { tx }, OneshotReceiver { rx })
 }
 

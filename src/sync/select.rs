@@ -199,7 +199,8 @@ impl Shared {
 ///
 /// ```
 /// use std::time::Duration;
-/// use yieldloop::sync::{channel, Select};
+/// use yieldloop::sync::Select;
+/// use yieldloop::sync::local::channel;
 ///
 /// yieldloop::run(|| {
 ///     let (fast_tx, fast) = channel();

@@ -12,11 +12,11 @@
 //! - `pingpong`: task A sends `i` on one unbounded channel, task B receives
 //!   it and sends it back on another; A waits for the reply. One op is one
 //!   one-way hand-over (a round trip is two). yieldloop
-//!   `sync::channel`, tokio `sync::mpsc::unbounded_channel`, may
+//!   `sync::local::channel`, tokio `sync::mpsc::unbounded_channel`, may
 //!   `sync::mpsc::channel`.
 //! - `bounded`: a producer task sends N integers through a channel of
 //!   capacity 64 to a consumer task. One op is one message. yieldloop
-//!   `sync::sync_channel(64)`, tokio `sync::mpsc::channel(64)`; may has no
+//!   `sync::local::sync_channel(64)`, tokio `sync::mpsc::channel(64)`; may has no
 //!   bounded channel (its `mpsc`, `mpmc` and `spsc` channels are all
 //!   unbounded), so that cell is reported as not applicable.
 //! - `mutex`: two tasks each loop: take the lock, yield while holding it
@@ -66,7 +66,8 @@ type Measure = fn(bench: &str, ops: u64) -> Result<Duration, String>;
 mod yl {
     use super::*;
     use std::rc::Rc;
-    use yieldloop::sync::{channel, sync_channel, Mutex};
+    use yieldloop::sync::Mutex;
+    use yieldloop::sync::local::{channel, sync_channel};
 
     pub fn measure(bench: &str, ops: u64) -> Result<Duration, String> {
         let bench = bench.to_string();

@@ -727,11 +727,11 @@ fn handover_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
         w,
         "- **channel ping-pong**: task A sends `i` on one unbounded channel, task B \
          receives it and sends it back on a second one, A waits for the reply; per \
-         one-way hand-over (a round trip is two). yieldloop `sync::channel`, tokio \
+         one-way hand-over (a round trip is two). yieldloop `sync::local::channel`, tokio \
          `sync::mpsc::unbounded_channel`, may `sync::mpsc::channel`.\n\
          - **bounded channel**: a producer task sends 1,000,000 integers through a \
          channel of capacity 64 to a consumer task; per message. yieldloop \
-         `sync::sync_channel(64)`, tokio `sync::mpsc::channel(64)`.\n\
+         `sync::local::sync_channel(64)`, tokio `sync::mpsc::channel(64)`.\n\
          - **mutex hand-over**: two tasks each loop: take the lock, yield while \
          holding it (so the other task queues on it), release it, which hands it to the \
          queued task; per hand-over (the yield is included). yieldloop `sync::Mutex`, \

@@ -1,5 +1,5 @@
 //! The core both channel kinds are made of: the single-thread
-//! [`channel`](fn@super::channel) / [`sync_channel`](super::sync_channel) and
+//! [`channel`](super::local::channel) / [`sync_channel`](super::local::sync_channel) and
 //! the cross-thread ones of [`mpsc`](super::mpsc).
 //!
 //! Both keep the same state (a buffer with an optional capacity, the count

@@ -1,4 +1,20 @@
-//! Single-thread channels: [`channel`], [`sync_channel`] and their handles.
+//! Single-thread channels: [`channel`], [`sync_channel`] and their handles,
+//! for tasks of one scheduler. (For channels between threads, see
+//! [`mpsc`](super::mpsc), which has the same API.)
+//!
+//! ```
+//! use yieldloop::sync::local;
+//!
+//! yieldloop::run(|| {
+//!     let (tx, rx) = local::channel();
+//!     yieldloop::spawn(move || {
+//!         for i in 0..3 {
+//!             tx.send(i).unwrap();
+//!         }
+//!     });
+//!     assert_eq!(rx.iter().collect::<Vec<_>>(), [0, 1, 2]);
+//! });
+//! ```
 //!
 //! They are the [channel core](super::chan) in its single-thread flavor.
 //! The state sits in an `Rc<RefCell<..>>`, not behind a lock: every handle
@@ -90,7 +106,7 @@ pub(crate) type Chan<T> = chan::Chan<T, Local>;
 ///
 /// ```
 /// yieldloop::run(|| {
-///     let (tx, rx) = yieldloop::sync::channel();
+///     let (tx, rx) = yieldloop::sync::local::channel();
 ///     for i in 0..3 {
 ///         let tx = tx.clone();
 ///         yieldloop::spawn(move || tx.send(i * 10).unwrap());
@@ -107,7 +123,7 @@ pub(crate) type Chan<T> = chan::Chan<T, Local>;
 ///
 /// ```compile_fail
 /// fn needs_send<T: Send>(_: T) {}
-/// let (tx, _rx) = yieldloop::sync::channel::<u8>();
+/// let (tx, _rx) = yieldloop::sync::local::channel::<u8>();
 /// needs_send(tx);
 /// ```
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
@@ -130,7 +146,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 /// use std::{cell::Cell, rc::Rc};
 ///
 /// yieldloop::run(|| {
-///     let (tx, rx) = yieldloop::sync::sync_channel(2);
+///     let (tx, rx) = yieldloop::sync::local::sync_channel(2);
 ///     let sent = Rc::new(Cell::new(0));
 ///     let s = sent.clone();
 ///     let producer = yieldloop::spawn(move || {
@@ -213,7 +229,7 @@ impl<T> SyncSender<T> {
     /// use yieldloop::sync::TrySendError;
     ///
     /// yieldloop::run(|| {
-    ///     let (tx, rx) = yieldloop::sync::sync_channel(1);
+    ///     let (tx, rx) = yieldloop::sync::local::sync_channel(1);
     ///     tx.try_send(1).unwrap();
     ///     assert!(matches!(tx.try_send(2), Err(TrySendError::Full(2))));
     ///     assert_eq!(rx.recv(), Ok(1));
