@@ -11,6 +11,7 @@ use super::table::TaskState;
 use super::{Core, Scheduler};
 use crate::protocol::{Op, Resume, TaskId};
 use crate::task;
+use crate::timer::TimerKind;
 use crate::trace;
 
 /// While tasks stay ready, the loop polls for I/O events only every this
@@ -39,8 +40,8 @@ impl Core {
     fn fire_timers(&mut self, now: Instant) {
         while let Some(entry) = self.timers.pop_due(now) {
             let value = match entry.kind {
-                crate::timer::TimerKind::Sleep => Resume::Ready,
-                crate::timer::TimerKind::Deadline => Resume::TimedOut,
+                TimerKind::Sleep => Resume::Ready,
+                TimerKind::Deadline => Resume::TimedOut,
             };
             self.waking().wake_by_timer(entry.waiter, value);
         }
@@ -305,13 +306,9 @@ impl Scheduler {
             }
             // 3. Wake the tasks whose sockets are ready or whom other
             //    threads woke …
-            let core = &mut *core;
-            let mut waking = super::Waking {
-                tasks: &mut core.tasks,
-                timers: &mut core.timers,
-            };
+            let (reactor, mut waking) = core.split();
             for r in ready.iter().copied() {
-                core.reactor.dispatch(r, &mut waking);
+                reactor.dispatch(r, &mut waking);
             }
             // 4. … and those whose deadlines are due.
             core.fire_timers(Instant::now());

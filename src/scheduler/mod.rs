@@ -77,10 +77,16 @@ struct Core {
 impl Core {
     /// The task table and timer heap, as the [`Wakeups`] that end waits.
     fn waking(&mut self) -> Waking<'_> {
-        Waking {
+        self.split().1
+    }
+
+    /// The reactor, and beside it the [`Wakeups`] it ends waits through.
+    fn split(&mut self) -> (&mut Reactor, Waking<'_>) {
+        let waking = Waking {
             tasks: &mut self.tasks,
             timers: &mut self.timers,
-        }
+        };
+        (&mut self.reactor, waking)
     }
 
     /// Removes a task from the table, wakes its joiners and hands back its
@@ -275,12 +281,9 @@ impl Scheduler {
 
     /// Deregisters an I/O source; tasks still waiting on it get an error.
     pub(crate) fn deregister(&self, id: IoId, source: &mut impl mio::event::Source) {
-        let core = &mut *self.core.borrow_mut();
-        let mut waking = Waking {
-            tasks: &mut core.tasks,
-            timers: &mut core.timers,
-        };
-        core.reactor.deregister(id, source, &mut waking);
+        let mut core = self.core.borrow_mut();
+        let (reactor, mut waking) = core.split();
+        reactor.deregister(id, source, &mut waking);
     }
 
     /// Tears down every task still alive, unwinding their stacks, until none
