@@ -83,10 +83,12 @@ mod scheduler;
 mod task;
 // Layer 4: the blocking-style surface.
 mod blocking;
+mod gather;
 mod handoff;
 pub mod net;
 mod park;
 mod runtime;
+mod scope;
 mod spawn;
 mod suspend;
 pub mod sync;
@@ -97,9 +99,11 @@ pub mod diag;
 pub mod raw;
 
 pub use blocking::{spawn_blocking, BlockingHandle};
+pub use gather::{join_all, join_any};
 pub use handoff::RemoteJoinError;
 pub use protocol::TaskId;
 pub use runtime::{Runtime, RuntimeBuilder, WorkerHandle};
+pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 pub use time::{sleep, sleep_until, yield_now};

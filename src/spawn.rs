@@ -42,6 +42,25 @@ impl<T> JoinSlot<T> {
     }
 }
 
+/// A task's panic, as a [`scope`](crate::scope) sees it without knowing
+/// the task's value type.
+pub(crate) trait UnjoinedPanic {
+    /// Takes the panic payload if the task panicked and its handle has not
+    /// taken the outcome.
+    fn take_panic(&self) -> Option<Box<dyn std::any::Any + Send + 'static>>;
+}
+
+impl<T> UnjoinedPanic for JoinSlot<T> {
+    fn take_panic(&self) -> Option<Box<dyn std::any::Any + Send + 'static>> {
+        let mut r = self.result.borrow_mut();
+        if matches!(&*r, Some(Err(e)) if e.is_panic()) {
+            r.take().and_then(|r| r.err()).map(JoinError::into_panic)
+        } else {
+            None
+        }
+    }
+}
+
 /// Owned by the task's body: records `Cancelled` if the body is dropped or
 /// unwound before it stored a result, so a join never waits for nothing.
 struct Outcome<T> {
@@ -58,10 +77,10 @@ impl<T> Drop for Outcome<T> {
 /// What a task spawned to run `f` runs: `f`, with its value or its panic
 /// left in `slot`. A forced unwind (the scheduler tearing the task down)
 /// is let through, and leaves `Cancelled` behind.
-fn task_body<F, T>(id: TaskId, slot: Rc<JoinSlot<T>>, f: F) -> impl FnOnce() + 'static
+fn task_body<'a, F, T>(id: TaskId, slot: Rc<JoinSlot<T>>, f: F) -> impl FnOnce() + 'a
 where
-    F: FnOnce() -> T + 'static,
-    T: 'static,
+    F: FnOnce() -> T + 'a,
+    T: 'a,
 {
     let outcome = Outcome { slot, id };
     move || {
@@ -184,6 +203,14 @@ impl<T> fmt::Debug for JoinHandle<T> {
 }
 
 impl<T> JoinHandle<T> {
+    /// The outcome slot, as a [`scope`](crate::scope) sees it.
+    pub(crate) fn unjoined_panic<'a>(&self) -> Rc<dyn UnjoinedPanic + 'a>
+    where
+        T: 'a,
+    {
+        self.slot.clone()
+    }
+
     /// The task's id.
     pub fn id(&self) -> TaskId {
         self.id
@@ -330,6 +357,39 @@ impl Builder {
         let theirs = slot.clone();
         let id = scheduler::with_scheduler("yieldloop::spawn", |s| {
             s.spawn(name, size, move |id| task_body(id, theirs, f))
+        })?;
+        Ok(JoinHandle { id, slot })
+    }
+
+    /// Like [`spawn`](Self::spawn), for a closure (and value) that may
+    /// borrow from the caller: the scoped tasks of [`scope`](crate::scope).
+    ///
+    /// # Safety
+    ///
+    /// The task must be over (ended, or cancelled and so torn down) before
+    /// anything `f` or its value borrows goes away. [`scope`](crate::scope)
+    /// makes sure of it by waiting for (or tearing down) every task it
+    /// spawned before it returns or unwinds.
+    pub(crate) unsafe fn spawn_unchecked<'a, F, T>(self, f: F) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + 'a,
+        T: 'a,
+    {
+        let size = self.stack_size.unwrap_or(DEFAULT_STACK_SIZE);
+        let name = self.name.map(Rc::from);
+        let slot = Rc::new(JoinSlot::new());
+        let theirs = slot.clone();
+        let id = scheduler::with_scheduler("yieldloop::scope", |s| {
+            s.spawn(name, size, move |id| {
+                let body: Box<dyn FnOnce() + 'a> = Box::new(task_body(id, theirs, f));
+                // SAFETY: only the lifetime changes, from `'a` to `'static`,
+                // between two types of the same layout. The scheduler keeps
+                // the body no longer than the task lives, and by this
+                // function's contract the task is over before `'a` ends.
+                unsafe {
+                    std::mem::transmute::<Box<dyn FnOnce() + 'a>, Box<dyn FnOnce() + 'static>>(body)
+                }
+            })
         })?;
         Ok(JoinHandle { id, slot })
     }

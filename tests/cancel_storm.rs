@@ -1,5 +1,6 @@
 //! A randomized cancellation storm: tasks that sleep, read sockets, join
-//! each other and yield, cancelled and joined in seeded random order.
+//! each other, open scopes of tasks borrowing their stack, and yield,
+//! cancelled and joined in seeded random order.
 //!
 //! Invariants: every task's destructor runs exactly once, no descriptor
 //! leaks, no task runs after it finished, and every join reports what really
@@ -23,6 +24,21 @@ struct Tracker {
 
 impl Drop for Tracker {
     fn drop(&mut self) {
+        self.drops.set(self.drops.get() + 1);
+    }
+}
+
+/// Counts drops of a scoped task's value, which also reads what it
+/// borrows from its parent's stack when dropped: a task torn down after
+/// that stack would read freed memory.
+struct Borrowing<'a> {
+    data: &'a [u32],
+    drops: Rc<Cell<u32>>,
+}
+
+impl Drop for Borrowing<'_> {
+    fn drop(&mut self) {
+        assert_eq!(self.data, [7, 8, 9], "a scoped task outlived its borrow");
         self.drops.set(self.drops.get() + 1);
     }
 }
@@ -57,6 +73,8 @@ fn storm(seed: u64, ops: usize) -> usize {
             }
         });
         let entries: Rc<RefCell<Vec<Entry>>> = Rc::default();
+        // The drop counters of every scoped task.
+        let scoped: Rc<RefCell<Vec<Rc<Cell<u32>>>>> = Rc::default();
         let activity_after_finish = Rc::new(Cell::new(0u32));
         for _ in 0..ops {
             let len = entries.borrow().len();
@@ -65,8 +83,10 @@ fn storm(seed: u64, ops: usize) -> usize {
                 0..=4 => {
                     let drops = Rc::new(Cell::new(0));
                     let finished = Rc::new(Cell::new(false));
-                    let kind = rng.below(4);
+                    let kind = rng.below(5);
                     let ms = rng.below(20);
+                    let children = rng.range(1, 5) as usize;
+                    let scoped = scoped.clone();
                     let tracker = Tracker {
                         drops: drops.clone(),
                     };
@@ -100,11 +120,29 @@ fn storm(seed: u64, ops: usize) -> usize {
                                 }
                                 3
                             }
+                            3 => {
+                                // A scope whose tasks borrow this stack.
+                                let data = vec![7u32, 8, 9];
+                                yieldloop::scope(|s| {
+                                    for c in 0..children {
+                                        let drops = Rc::new(Cell::new(0));
+                                        scoped.borrow_mut().push(drops.clone());
+                                        // Made here, so a task torn down
+                                        // before it ever ran drops it too.
+                                        let b = Borrowing { data: &data, drops };
+                                        s.spawn(move || {
+                                            let _b = b;
+                                            sleep(Duration::from_millis(ms + c as u64));
+                                        });
+                                    }
+                                });
+                                4
+                            }
                             _ => {
                                 for _ in 0..ms {
                                     yield_now();
                                 }
-                                4
+                                5
                             }
                         };
                         if fin.get() {
@@ -141,7 +179,7 @@ fn storm(seed: u64, ops: usize) -> usize {
                         let cancelled = entries.borrow()[i].cancelled;
                         // Socket readers may wait forever: bound the join.
                         match yieldloop::timeout(Duration::from_millis(30), move || h.join()) {
-                            Ok(Ok(v)) => assert!((1..=4).contains(&v) && !cancelled),
+                            Ok(Ok(v)) => assert!((1..=5).contains(&v) && !cancelled),
                             Ok(Err(e)) => assert!(e.is_cancelled(), "unexpected {e}"),
                             Err(_elapsed) => {}
                         }
@@ -174,7 +212,9 @@ fn storm(seed: u64, ops: usize) -> usize {
         acceptor.cancel();
         held.borrow_mut().clear();
         // Leftover tasks are cancelled when main returns; count them after.
-        let all: Vec<Rc<Cell<u32>>> = entries.borrow().iter().map(|e| e.drops.clone()).collect();
+        let mut all: Vec<Rc<Cell<u32>>> =
+            entries.borrow().iter().map(|e| e.drops.clone()).collect();
+        all.extend(scoped.borrow().iter().cloned());
         let count = all.len();
         (all, count)
     });
@@ -197,7 +237,9 @@ fn storm(seed: u64, ops: usize) -> usize {
     count
 }
 
-/// Twenty seeded storms of 300 random operations each keep every invariant.
+/// Twenty seeded storms of 300 random operations each keep every invariant,
+/// scoped tasks' destructors included (each runs once, while what it
+/// borrows is alive).
 #[test]
 fn seeded_cancellation_storms() {
     let mut tasks = 0;

@@ -27,6 +27,8 @@ const RANKS: &[(&str, u32)] = &[
     ("time", 6),
     ("park", 6),
     ("spawn", 6),
+    ("scope", 7),
+    ("gather", 7),
     ("handoff", 7),
     ("net", 7),
     ("sync", 7),

@@ -228,6 +228,11 @@ impl Scheduler {
         }
     }
 
+    /// True while the task `id` is in the table (it has not ended).
+    pub(crate) fn is_alive(&self, id: TaskId) -> bool {
+        self.core.borrow_mut().tasks.get_mut(id).is_some()
+    }
+
     /// True if the task of `w` is still in that wait.
     pub(crate) fn is_waiting(&self, w: WaitToken) -> bool {
         self.core.borrow().tasks.is_waiting(w)
@@ -292,13 +297,22 @@ impl Scheduler {
         loop {
             let doomed: Vec<(TaskId, OwnedHeader)> = {
                 let mut core = self.core.borrow_mut();
-                let keys: Vec<usize> = core.tasks.slab.iter().map(|(k, _)| k).collect();
-                keys.into_iter()
-                    .filter_map(|k| {
-                        let id = core.tasks.slab[k].id;
-                        core.remove(k).map(|co| (id, co))
-                    })
-                    .collect()
+                // Newest first: a scoped task, which may borrow from the
+                // stack of the task that spawned it (always older), is torn
+                // down before that stack is.
+                let mut keys: Vec<(u64, usize)> = core
+                    .tasks
+                    .slab
+                    .iter()
+                    .map(|(k, t)| (t.id.serial, k))
+                    .collect();
+                keys.sort_unstable_by(|a, b| b.cmp(a));
+                let keys = keys.into_iter().map(|(_, k)| k);
+                keys.filter_map(|k| {
+                    let id = core.tasks.slab[k].id;
+                    core.remove(k).map(|co| (id, co))
+                })
+                .collect()
             };
             if doomed.is_empty() && self.core.borrow().tasks.slab.is_empty() {
                 break;
