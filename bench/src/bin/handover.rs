@@ -27,6 +27,12 @@
 //!   op is one yield (a switch to the other task).
 //! - `spawn`: one task spawns a task that returns its argument and joins
 //!   it, one after the other. One op is one spawn + join.
+//! - `scope`: a task opens scopes of 1,000 tasks each, every one borrowing
+//!   a counter of the opener and adding its argument to it, and waits for
+//!   the scope to end. One op is one task of a scope (its spawn, run and
+//!   the scope's wait for it). yieldloop `scope`; tokio a `JoinSet` of
+//!   `'static` tasks (tokio tasks cannot borrow), awaited to the last; may
+//!   `coroutine::scope`.
 //!
 //! Each process runs one warm-up round (a tenth of the ops) and then one
 //! measured round, and prints one line of `key=value` fields on stdout:
@@ -42,7 +48,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-const BENCHES: [&str; 5] = ["pingpong", "bounded", "mutex", "yield", "spawn"];
+const BENCHES: [&str; 6] = ["pingpong", "bounded", "mutex", "yield", "spawn", "scope"];
+/// Tasks per scope in the `scope` bench.
+const SCOPE_CHILDREN: u64 = 1000;
 const CAPACITY: usize = 64;
 
 /// Ops per measured round when `--ops` is not given: each round takes well
@@ -54,6 +62,7 @@ fn default_ops(bench: &str) -> u64 {
         "mutex" => 400_000,
         "yield" => 1_000_000,
         "spawn" => 200_000,
+        "scope" => 200_000,
         _ => 0,
     }
 }
@@ -66,8 +75,8 @@ type Measure = fn(bench: &str, ops: u64) -> Result<Duration, String>;
 mod yl {
     use super::*;
     use std::rc::Rc;
-    use yieldloop::sync::Mutex;
     use yieldloop::sync::local::{channel, sync_channel};
+    use yieldloop::sync::Mutex;
 
     pub fn measure(bench: &str, ops: u64) -> Result<Duration, String> {
         let bench = bench.to_string();
@@ -78,11 +87,35 @@ mod yl {
                 "mutex" => mutex(n),
                 "yield" => yields(n),
                 "spawn" => spawns(n),
+                "scope" => scopes(n),
                 _ => unreachable!(),
             };
             one((ops / 10).max(1));
             Ok(one(ops))
         })
+    }
+
+    fn scopes(ops: u64) -> Duration {
+        let rounds = (ops / SCOPE_CHILDREN).max(1);
+        let driver = yieldloop::spawn(move || {
+            let start = Instant::now();
+            let sum = std::cell::Cell::new(0u64);
+            for _ in 0..rounds {
+                yieldloop::scope(|s| {
+                    for i in 0..SCOPE_CHILDREN {
+                        let sum = &sum;
+                        s.spawn(move || sum.set(sum.get().wrapping_add(i)));
+                    }
+                });
+            }
+            let took = start.elapsed();
+            assert_eq!(
+                sum.get(),
+                rounds * SCOPE_CHILDREN * (SCOPE_CHILDREN - 1) / 2
+            );
+            took
+        });
+        driver.join().expect("driver failed")
     }
 
     fn pingpong(ops: u64) -> Duration {
@@ -208,6 +241,7 @@ mod tk {
                         "mutex" => mutex(n).await,
                         "yield" => yields(n).await,
                         "spawn" => spawns(n).await,
+                        "scope" => scopes(n).await,
                         _ => unreachable!(),
                     }
                 }
@@ -316,6 +350,32 @@ mod tk {
         });
         driver.await.expect("driver failed")
     }
+
+    async fn scopes(ops: u64) -> Duration {
+        let rounds = (ops / SCOPE_CHILDREN).max(1);
+        let driver = tokio::spawn(async move {
+            let start = Instant::now();
+            // tokio tasks are 'static: the counter is shared, not borrowed.
+            let sum = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            for _ in 0..rounds {
+                let mut set = tokio::task::JoinSet::new();
+                for i in 0..SCOPE_CHILDREN {
+                    let sum = sum.clone();
+                    set.spawn(async move {
+                        sum.fetch_add(i, std::sync::atomic::Ordering::Relaxed);
+                    });
+                }
+                while let Some(r) = set.join_next().await {
+                    r.expect("task failed");
+                }
+            }
+            let took = start.elapsed();
+            let sum = sum.load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(sum, rounds * SCOPE_CHILDREN * (SCOPE_CHILDREN - 1) / 2);
+            took
+        });
+        driver.await.expect("driver failed")
+    }
 }
 
 // ------------------------------------------------------------- may
@@ -344,6 +404,7 @@ mod my {
                 "mutex" => mutex(n),
                 "yield" => yields(n),
                 "spawn" => spawns(n),
+                "scope" => scopes(n),
                 _ => unreachable!(),
             };
             one((ops / 10).max(1));
@@ -433,6 +494,34 @@ mod my {
             }
             black_box(sum);
             start.elapsed()
+        });
+        driver.join().expect("driver failed")
+    }
+
+    fn scopes(ops: u64) -> Duration {
+        let rounds = (ops / SCOPE_CHILDREN).max(1);
+        let driver = may::go!(move || {
+            let start = Instant::now();
+            let sum = std::sync::atomic::AtomicU64::new(0);
+            for _ in 0..rounds {
+                may::coroutine::scope(|s| {
+                    for i in 0..SCOPE_CHILDREN {
+                        let sum = &sum;
+                        // SAFETY: may's scope joins every coroutine it
+                        // spawned before it returns, so the borrow of `sum`
+                        // ends in time.
+                        unsafe {
+                            s.spawn(move || {
+                                sum.fetch_add(i, std::sync::atomic::Ordering::Relaxed);
+                            });
+                        }
+                    }
+                });
+            }
+            let took = start.elapsed();
+            let sum = sum.load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(sum, rounds * SCOPE_CHILDREN * (SCOPE_CHILDREN - 1) / 2);
+            took
         });
         driver.join().expect("driver failed")
     }
