@@ -3,11 +3,64 @@
 //! `select` over tasks).
 
 use crate::park::{park, park_token};
-use crate::protocol::Resume;
+use crate::protocol::{Resume, TaskId};
+use crate::scope::ScopedJoinHandle;
 use crate::spawn::{JoinError, JoinHandle};
 
+/// A handle [`join_all`] and [`join_any`] can wait on: a [`JoinHandle`] or
+/// a [`ScopedJoinHandle`]. Sealed: it cannot be implemented outside this
+/// crate.
+pub trait Joinable: sealed::Sealed {
+    /// The task's value.
+    type Output;
+    /// The task's id.
+    fn task_id(&self) -> TaskId;
+    /// True once the task has ended.
+    fn finished(&self) -> bool;
+    /// Pauses until the task ends; its outcome.
+    ///
+    /// # Errors
+    ///
+    /// As for [`JoinHandle::join`].
+    fn join_task(self) -> Result<Self::Output, JoinError>;
+}
+
+mod sealed {
+    /// Keeps [`Joinable`](super::Joinable) to this crate's handles.
+    pub trait Sealed {}
+    impl<T> Sealed for super::JoinHandle<T> {}
+    impl<T> Sealed for super::ScopedJoinHandle<'_, T> {}
+}
+
+impl<T> Joinable for JoinHandle<T> {
+    type Output = T;
+    fn task_id(&self) -> TaskId {
+        self.id()
+    }
+    fn finished(&self) -> bool {
+        self.is_finished()
+    }
+    fn join_task(self) -> Result<T, JoinError> {
+        self.join()
+    }
+}
+
+impl<T> Joinable for ScopedJoinHandle<'_, T> {
+    type Output = T;
+    fn task_id(&self) -> TaskId {
+        self.id()
+    }
+    fn finished(&self) -> bool {
+        self.is_finished()
+    }
+    fn join_task(self) -> Result<T, JoinError> {
+        self.join()
+    }
+}
+
 /// Pauses until every task has ended and returns their outcomes in the
-/// order of `handles` (not the order they ended in).
+/// order of `handles` (not the order they ended in). Takes
+/// [`JoinHandle`]s or [`ScopedJoinHandle`]s.
 ///
 /// # Panics
 ///
@@ -32,13 +85,15 @@ use crate::spawn::{JoinError, JoinHandle};
 ///     assert_eq!(done, [30, 10, 20]);
 /// });
 /// ```
-pub fn join_all<T>(handles: impl IntoIterator<Item = JoinHandle<T>>) -> Vec<Result<T, JoinError>> {
-    handles.into_iter().map(JoinHandle::join).collect()
+pub fn join_all<H: Joinable>(
+    handles: impl IntoIterator<Item = H>,
+) -> Vec<Result<H::Output, JoinError>> {
+    handles.into_iter().map(H::join_task).collect()
 }
 
 /// Pauses until one of the tasks has ended, takes its handle out of
 /// `handles` and returns where it stood with its outcome; `None` if
-/// `handles` is empty. The other tasks go on; call again for the next one,
+/// `handles` is empty. Takes [`JoinHandle`]s or [`ScopedJoinHandle`]s. The other tasks go on; call again for the next one,
 /// or cancel them.
 ///
 /// Of tasks that have all ended already, the first in `handles` is taken.
@@ -67,25 +122,27 @@ pub fn join_all<T>(handles: impl IntoIterator<Item = JoinHandle<T>>) -> Vec<Resu
 ///     racers.iter().for_each(|h| h.cancel()); // the rest are not needed
 /// });
 /// ```
-pub fn join_any<T>(handles: &mut Vec<JoinHandle<T>>) -> Option<(usize, Result<T, JoinError>)> {
+pub fn join_any<H: Joinable>(
+    handles: &mut Vec<H>,
+) -> Option<(usize, Result<H::Output, JoinError>)> {
     loop {
         if handles.is_empty() {
             return None;
         }
-        if let Some(i) = handles.iter().position(JoinHandle::is_finished) {
-            return Some((i, handles.remove(i).join()));
+        if let Some(i) = handles.iter().position(H::finished) {
+            return Some((i, handles.remove(i).join_task()));
         }
         // One park, unparked by the end of any of them. Nothing pauses
         // between taking the token and parking, so none can end unseen.
         let token = park_token();
-        let watching = handles.iter().all(|h| token.watch_task(h.id()));
+        let watching = handles.iter().all(|h| token.watch_task(h.task_id()));
         if !watching {
             continue;
         }
         if let Resume::Cancelled = park(token, None) {
             // This task is being torn down: hand back the first one's
             // answer, which is a cancellation error too.
-            return Some((0, handles.remove(0).join()));
+            return Some((0, handles.remove(0).join_task()));
         }
     }
 }

@@ -33,7 +33,8 @@
 //! 4. The blocking-style surface. `suspend` ([`raw::suspend`]), `timeout`
 //!    ([`timeout()`], [`timeout_at`]), `time` ([`sleep`], [`yield_now`]),
 //!    `park` ([`raw::park`]), `spawn` ([`spawn()`], [`JoinHandle`],
-//!    [`Builder`], [`run`]), [`net`], [`sync`], `blocking`
+//!    [`Builder`], [`run`]), `scope` ([`scope()`]: tasks that borrow),
+//!    `gather` ([`join_all`], [`join_any`]), [`net`], [`sync`], `blocking`
 //!    ([`spawn_blocking`]), `handoff` and `runtime` ([`Runtime`],
 //!    thread-per-core: one scheduler per worker thread; tasks never move
 //!    between threads).
@@ -99,7 +100,7 @@ pub mod diag;
 pub mod raw;
 
 pub use blocking::{spawn_blocking, BlockingHandle};
-pub use gather::{join_all, join_any};
+pub use gather::{join_all, join_any, Joinable};
 pub use handoff::RemoteJoinError;
 pub use protocol::TaskId;
 pub use runtime::{Runtime, RuntimeBuilder, WorkerHandle};
@@ -171,6 +172,8 @@ mod book {
     struct Ch08RealRuntimes;
     #[doc = include_str!("../docs/src/ch09-capstone.md")]
     struct Ch09Capstone;
+    #[doc = include_str!("../docs/src/ch10-structured.md")]
+    struct Ch10Structured;
     #[doc = include_str!("../docs/src/caveats.md")]
     struct Caveats;
     #[doc = include_str!("../docs/src/trace.md")]

@@ -28,7 +28,7 @@ const RANKS: &[(&str, u32)] = &[
     ("park", 6),
     ("spawn", 6),
     ("scope", 7),
-    ("gather", 7),
+    ("gather", 8),
     ("handoff", 7),
     ("net", 7),
     ("sync", 7),

@@ -316,3 +316,27 @@ fn join_any_honours_a_timeout() {
         hs[0].cancel();
     });
 }
+
+/// `join_any` and `join_all` take scoped handles too.
+#[test]
+fn join_any_takes_scoped_handles() {
+    yieldloop::run(|| {
+        let base = 100u64;
+        let (first, rest) = scope(|s| {
+            let mut hs: Vec<_> = [20u64, 5]
+                .into_iter()
+                .map(|ms| {
+                    s.spawn(move || {
+                        sleep(Duration::from_millis(ms));
+                        base + ms
+                    })
+                })
+                .collect();
+            let (i, first) = join_any(&mut hs).unwrap();
+            assert_eq!(i, 1);
+            let rest: Vec<u64> = join_all(hs).into_iter().map(Result::unwrap).collect();
+            (first.unwrap(), rest)
+        });
+        assert_eq!((first, rest), (105, vec![120]));
+    });
+}
