@@ -301,9 +301,31 @@ fn examples_reject_unknown_arguments() {
         "two_tasks",
         "echo_server",
         "walkthrough_08_capstone",
+        "fan_out",
     ] {
         let out = example::run(name, &["--no-such-option"]);
         assert_eq!(out.status.code(), Some(2), "{name}: {out}");
         assert!(out.stderr.contains("usage:"), "{name}: {out}");
     }
+}
+
+/// `fan_out`: a scope waits for every check, `join_any` + `cancel_all` keep
+/// the fastest, and a panicking check cancels the rest and leaves the scope.
+#[test]
+fn fan_out_shows_the_three_ends_of_a_scope() {
+    let out = example::run("fan_out", &["--scale", "0.05"]);
+    out.assert_success();
+    let lines = out.lines();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].starts_with(r#"all answered in order ["us", "sa", "eu", "asia"] after "#),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("fastest: us after "), "{out}");
+    assert!(
+        lines[2].starts_with(r#"failed: "mirror sa sent garbage" after "#)
+            && lines[2].ends_with("1 check(s) had finished"),
+        "{out}"
+    );
+    assert!(out.stderr.contains("mirror sa sent garbage"), "{out}");
 }
