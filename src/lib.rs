@@ -36,7 +36,8 @@
 //!    [`Builder`], [`run`]), [`net`], [`sync`], `blocking`
 //!    ([`spawn_blocking`]), `handoff` and `runtime` ([`Runtime`],
 //!    thread-per-core: one scheduler per worker thread; tasks never move
-//!    between threads).
+//!    between threads), `bridge` ([`block_on`]: a `Future` awaited from a
+//!    task, its waker unparking the task).
 //! 5. This root: the everyday calls; [`raw`], the protocol for building
 //!    your own primitives; [`diag`], tuning and diagnostics.
 //!
@@ -83,6 +84,7 @@ mod scheduler;
 mod task;
 // Layer 4: the blocking-style surface.
 mod blocking;
+mod bridge;
 mod handoff;
 pub mod net;
 mod park;
@@ -97,6 +99,7 @@ pub mod diag;
 pub mod raw;
 
 pub use blocking::{spawn_blocking, BlockingHandle};
+pub use bridge::block_on;
 pub use handoff::RemoteJoinError;
 pub use protocol::TaskId;
 pub use runtime::{Runtime, RuntimeBuilder, WorkerHandle};

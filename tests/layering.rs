@@ -28,6 +28,7 @@ const RANKS: &[(&str, u32)] = &[
     ("park", 6),
     ("spawn", 6),
     ("handoff", 7),
+    ("bridge", 7),
     ("net", 7),
     ("sync", 7),
     ("blocking", 8),
