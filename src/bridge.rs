@@ -76,9 +76,9 @@ use crate::task;
 /// ([`net`](crate::net), [`sleep`](crate::sleep),
 /// [`timeout`](crate::timeout())), or run a tokio runtime on a thread of its
 /// own and hand its results over: send them through a channel whose
-/// receiving end you `block_on` (a `futures::channel::oneshot`, say), or
-/// call `tokio::runtime::Handle::block_on` inside
-/// [`spawn_blocking`](crate::spawn_blocking) and join that.
+/// receiving end you `block_on` (a `futures::channel::oneshot`, say), or,
+/// with a multi-thread tokio runtime, call `tokio::runtime::Handle::block_on`
+/// inside [`spawn_blocking`](crate::spawn_blocking) and join that.
 ///
 /// # Panics
 ///
@@ -106,6 +106,26 @@ use crate::task;
 ///     yieldloop::block_on(rx).unwrap()
 /// });
 /// assert_eq!(got, "hello");
+/// ```
+///
+/// A tokio runtime kept on a thread of its own, its result handed over
+/// through a channel:
+///
+/// ```
+/// let (tx, rx) = futures::channel::oneshot::channel();
+/// let tokio_thread = std::thread::spawn(move || {
+///     let rt = tokio::runtime::Builder::new_current_thread()
+///         .enable_all()
+///         .build()
+///         .unwrap();
+///     rt.block_on(async {
+///         let v = tokio::spawn(async { 6 * 7 }).await.unwrap();
+///         let _ = tx.send(v);
+///     });
+/// });
+/// let n = yieldloop::run(move || yieldloop::block_on(rx).unwrap());
+/// assert_eq!(n, 42);
+/// tokio_thread.join().unwrap();
 /// ```
 ///
 /// Outside any task it is a plain thread-parking executor:

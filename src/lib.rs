@@ -170,6 +170,8 @@ mod book {
     struct Ch08RealRuntimes;
     #[doc = include_str!("../docs/src/ch09-capstone.md")]
     struct Ch09Capstone;
+    #[doc = include_str!("../docs/src/section-interop.md")]
+    struct SectionInterop;
     #[doc = include_str!("../docs/src/caveats.md")]
     struct Caveats;
     #[doc = include_str!("../docs/src/trace.md")]

@@ -178,7 +178,8 @@ fn woken_from_the_blocking_pool() {
         let (tx, rx) = oneshot::channel();
         let _work = yieldloop::spawn_blocking(move || {
             thread::sleep(Duration::from_millis(10));
-            tx.send(thread::current().name().map(str::to_owned)).unwrap();
+            tx.send(thread::current().name().map(str::to_owned))
+                .unwrap();
         });
         let name = block_on(rx).unwrap();
         assert_eq!(name.as_deref(), Some("yieldloop-blocking"));
@@ -361,31 +362,28 @@ fn tokio_awaits_yieldloop_handles() {
         .unwrap();
     let (a, b, c, bad) = util::quiet_panics(|| {
         tokio_rt.block_on(async {
-        let a = rt.spawn_on(0, || {
-            sleep(Duration::from_millis(10));
-            yieldloop::Runtime::current_worker()
-        });
-        let b = rt.spawn_on(1, || {
-            // A yieldloop task can itself wait for a future.
-            let (tx, rx) = oneshot::channel();
-            spawn(move || tx.send(5).unwrap());
-            block_on(rx).unwrap() * 2
-        });
-        let c = yieldloop::spawn_blocking(|| {
-            thread::sleep(Duration::from_millis(5));
-            "pool"
-        });
-        let bad = rt.spawn_on(0, || -> u8 { panic!("{}", util::EXPECTED_PANIC) });
-        tokio::join!(a, b, c, bad)
+            let a = rt.spawn_on(0, || {
+                sleep(Duration::from_millis(10));
+                yieldloop::Runtime::current_worker()
+            });
+            let b = rt.spawn_on(1, || {
+                // A yieldloop task can itself wait for a future.
+                let (tx, rx) = oneshot::channel();
+                spawn(move || tx.send(5).unwrap());
+                block_on(rx).unwrap() * 2
+            });
+            let c = yieldloop::spawn_blocking(|| {
+                thread::sleep(Duration::from_millis(5));
+                "pool"
+            });
+            let bad = rt.spawn_on(0, || -> u8 { panic!("{}", util::EXPECTED_PANIC) });
+            tokio::join!(a, b, c, bad)
         })
     });
     assert_eq!(a.unwrap(), Some(0));
     assert_eq!(b.unwrap(), 10);
     assert_eq!(c.unwrap(), "pool");
-    assert_eq!(
-        bad.unwrap_err().panic_message(),
-        Some(util::EXPECTED_PANIC)
-    );
+    assert_eq!(bad.unwrap_err().panic_message(), Some(util::EXPECTED_PANIC));
     rt.shutdown();
 }
 
