@@ -62,6 +62,10 @@ use crate::task;
 /// The cost is one small allocation per call (the signal the wakers share);
 /// polls and wakes allocate nothing.
 ///
+/// While it waits, the scheduler counts on a wake-up that may come from
+/// another thread, as it does for a [`RemoteUnparker`]: a future that is
+/// never woken keeps the task waiting for good, with no deadlock report.
+///
 /// # Futures that need another runtime
 ///
 /// Futures that only need *a* waker work: `futures` channels and
