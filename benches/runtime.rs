@@ -11,6 +11,10 @@
 //!   in turn by a plain loop with no scheduler; per resume.
 //! - `spawn_join`: spawn a task returning a value and join it, with a warm
 //!   stack pool.
+//! - `block_on_handover`: a task waits in `block_on` for a
+//!   `futures::channel::oneshot` that another task of the same thread
+//!   fills; per value (a new channel, a poll, a park, the send and its wake,
+//!   the switches there and back, the poll that finds the value).
 //! - `sleep_zero`: a timer insert and fire through the heap (a deadline
 //!   already due).
 //! - `timers_10k`: 10,000 tasks sleeping on distinct deadlines, per timer.
@@ -91,6 +95,43 @@ fn spawn_join(c: &mut Criterion) {
     });
 }
 
+fn block_on_handover(c: &mut Criterion) {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use futures::channel::oneshot;
+    c.bench_function("block_on_handover", |b| {
+        b.iter_custom(|iters| {
+            yieldloop::run(move || {
+                // Where the waiting task leaves each channel's sender.
+                let slot: Rc<Cell<Option<oneshot::Sender<u64>>>> = Rc::new(Cell::new(None));
+                let theirs = slot.clone();
+                let sender = yieldloop::spawn(move || {
+                    let mut sent = 0;
+                    while sent < iters {
+                        if let Some(tx) = theirs.take() {
+                            let _ = tx.send(sent);
+                            sent += 1;
+                        }
+                        // Hands the thread to the receiver, which the send
+                        // woke (or which has not parked yet).
+                        yieldloop::yield_now();
+                    }
+                });
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let (tx, rx) = oneshot::channel();
+                    slot.set(Some(tx));
+                    std::hint::black_box(yieldloop::block_on(rx).unwrap());
+                }
+                let took = start.elapsed();
+                sender.join().unwrap();
+                took
+            })
+        })
+    });
+}
+
 fn sleep_zero(c: &mut Criterion) {
     c.bench_function("sleep_zero", |b| {
         b.iter_custom(|iters| {
@@ -150,6 +191,7 @@ criterion_group!(
     yield_handover,
     switch_floor,
     spawn_join,
+    block_on_handover,
     sleep_zero,
     timers_10k
 );

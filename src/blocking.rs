@@ -134,6 +134,35 @@ impl<T> BlockingHandle<T> {
     }
 }
 
+/// Awaiting the handle waits for the result without blocking, so `async`
+/// code can move blocking work to the pool; the outcome is the same as
+/// [`join`](BlockingHandle::join)'s. Dropping the future detaches the work,
+/// which runs on.
+///
+/// # Panics
+///
+/// If polled again after it has returned its output.
+///
+/// # Examples
+///
+/// ```
+/// let tokio_rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// let sum = tokio_rt.block_on(async {
+///     yieldloop::spawn_blocking(|| (1..=10u32).sum::<u32>()).await
+/// });
+/// assert_eq!(sum.unwrap(), 55);
+/// ```
+impl<T> std::future::Future for BlockingHandle<T> {
+    type Output = Result<T, RemoteJoinError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.slot.poll(cx)
+    }
+}
+
 /// Sets how many pool threads may exist at once (default
 /// [`DEFAULT_BLOCKING_MAX_THREADS`]); 0 is taken as 1. Threads already
 /// running are not stopped when the limit drops: an idle one over the limit

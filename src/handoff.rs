@@ -5,7 +5,8 @@
 //! The producing thread holds a [`Completer`], the waiting side a shared
 //! [`Handoff`]. A waiter inside a task parks with a [`RemoteUnparker`] left in
 //! the slot, so only the task pauses; a waiter outside any task sleeps on a
-//! condition variable, so its whole thread blocks.
+//! condition variable, so its whole thread blocks; an `async` caller polls
+//! the handle as a `Future`, leaving its [`Waker`] in the slot.
 //!
 //! ```text
 //!   producer thread                 waiting task (its scheduler's thread)
@@ -20,11 +21,14 @@
 //!
 //! No wake-up is lost: the unparker is left under the lock that the producer
 //! takes to store the result, and the scheduler only acts on the unpark
-//! after the task has paused (it is busy running the task until then).
+//! after the task has paused (it is busy running the task until then). A
+//! [`Waker`] is left under the same lock, after a look at the result, so the
+//! producer either finds it there or stored the result before the look.
 
 use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 
 use crate::failure::{failure_accessors, Failure};
 use crate::park::{park, park_token, RemoteUnparker};
@@ -111,6 +115,10 @@ struct State<T> {
     done: bool,
     /// A task parked waiting for the outcome.
     waiter: Option<RemoteUnparker>,
+    /// The waker of the last poll of the handle as a `Future`; several
+    /// waiters of different kinds may wait at once (a handle polled, then
+    /// joined), and the outcome wakes them all.
+    waker: Option<Waker>,
 }
 
 impl<T> fmt::Debug for Handoff<T> {
@@ -130,6 +138,7 @@ impl<T> Handoff<T> {
                 result: None,
                 done: false,
                 waiter: None,
+                waker: None,
             }),
             arrived: Condvar::new(),
         });
@@ -197,6 +206,29 @@ impl<T> Handoff<T> {
         }
     }
 
+    /// The `Future` side: takes the outcome if it is in, else leaves the
+    /// context's waker for the producer to wake.
+    ///
+    /// # Panics
+    ///
+    /// If polled again after it returned the outcome.
+    pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, RemoteJoinError>> {
+        let mut st = self.lock();
+        if let Some(r) = st.result.take() {
+            return Poll::Ready(r);
+        }
+        assert!(
+            !st.done,
+            "yieldloop: a handle was polled after it returned its result"
+        );
+        // The same task polling again keeps its waker: no clone.
+        match &mut st.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            slot => *slot = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
     fn wait_blocking(&self) -> Result<T, RemoteJoinError> {
         let mut st = self.lock();
         loop {
@@ -239,15 +271,19 @@ impl<T> Completer<T> {
 
     fn deliver(&mut self, r: Result<T, RemoteJoinError>) {
         let Some(slot) = self.slot.take() else { return };
-        let waiter = {
+        let (waiter, waker) = {
             let mut st = slot.lock();
             st.result = Some(r);
             st.done = true;
-            st.waiter.take()
+            (st.waiter.take(), st.waker.take())
         };
         slot.arrived.notify_all();
         if let Some(w) = waiter {
             w.unpark();
+        }
+        // Woken outside the lock: the woken side may poll at once.
+        if let Some(w) = waker {
+            w.wake();
         }
     }
 }

@@ -34,10 +34,12 @@
 //!    ([`timeout()`], [`timeout_at`]), `time` ([`sleep`], [`yield_now`]),
 //!    `park` ([`raw::park`]), `spawn` ([`spawn()`], [`JoinHandle`],
 //!    [`Builder`], [`run`]), `scope` ([`scope()`]: tasks that borrow),
-//!    `gather` ([`join_all`], [`join_any`]), [`net`], [`sync`], `blocking`
+//!    `gather` ([`join_all`], [`join_any`]), `bridge` ([`block_on`]: a
+//!    `Future` inside a task), [`net`], [`sync`], `blocking`
 //!    ([`spawn_blocking`]), `handoff` and `runtime` ([`Runtime`],
 //!    thread-per-core: one scheduler per worker thread; tasks never move
-//!    between threads).
+//!    between threads), `bridge` ([`block_on`]: a `Future` awaited from a
+//!    task, its waker unparking the task).
 //! 5. This root: the everyday calls; [`raw`], the protocol for building
 //!    your own primitives; [`diag`], tuning and diagnostics.
 //!
@@ -84,6 +86,7 @@ mod scheduler;
 mod task;
 // Layer 4: the blocking-style surface.
 mod blocking;
+mod bridge;
 mod gather;
 mod handoff;
 pub mod net;
@@ -100,6 +103,7 @@ pub mod diag;
 pub mod raw;
 
 pub use blocking::{spawn_blocking, BlockingHandle};
+pub use bridge::block_on;
 pub use gather::{join_all, join_any, Joinable};
 pub use handoff::RemoteJoinError;
 pub use protocol::TaskId;

@@ -81,6 +81,14 @@ impl ParkToken {
         try_with_scheduler(|s| s.id == self.sched && s.unpark(self.wait)).unwrap_or(false)
     }
 
+    /// [`unpark`](Self::unpark) when called on the token's own scheduler
+    /// thread: `Some(whether it woke the task)`; `None` elsewhere (another
+    /// thread, or no scheduler running here any more), where only a
+    /// [`RemoteUnparker`] can reach the task.
+    pub(crate) fn unpark_here(self) -> Option<bool> {
+        try_with_scheduler(|s| (s.id == self.sched).then(|| s.unpark(self.wait))).flatten()
+    }
+
     /// True while the task is parked in the pause this token names.
     pub fn is_parked(self) -> bool {
         try_with_scheduler(|s| s.id == self.sched && s.is_waiting(self.wait)).unwrap_or(false)

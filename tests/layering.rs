@@ -30,6 +30,7 @@ const RANKS: &[(&str, u32)] = &[
     ("scope", 7),
     ("gather", 8),
     ("handoff", 7),
+    ("bridge", 7),
     ("net", 7),
     ("sync", 7),
     ("blocking", 8),
