@@ -150,7 +150,7 @@ cargo build --release --bins
 cargo build --release --example echo_server --example echo_load
 # hand-over micro-benchmarks: one process per measurement (a warm-up round,
 # then the measured round), killed after ${HANDOVER_TIMEOUT} s
-timeout ${HANDOVER_TIMEOUT} bench/target/release/handover --runtime {yieldloop|tokio|may} --bench {pingpong|bounded|mutex|yield|spawn|scope}
+timeout ${HANDOVER_TIMEOUT} bench/target/release/handover --runtime {yieldloop|tokio|may} --bench {pingpong|bounded|mutex|yield|spawn|scope|blockon}
 # timer lateness: one process per measurement, at normal priority and (the
 # "realtime priority" variant, only where chrt works) under SCHED_FIFO 50
 timeout ${LATENESS_TIMEOUT} bench/target/release/lateness --runtime {yieldloop|tokio|may} --tasks ${LATENESS_TASKS} --max-ms ${LATENESS_MAX_MS}
@@ -200,7 +200,7 @@ handover_cell() {
 # does not apply) is not run again.
 skip=" "
 for rep in $(seq 1 "$HANDOVER_REPS"); do
-    for b in pingpong bounded mutex yield spawn scope; do
+    for b in pingpong bounded mutex yield spawn scope blockon; do
         log "handover $b run $rep/$HANDOVER_REPS"
         for rt in yieldloop tokio may; do
             case $skip in *" $rt/$b "*) continue ;; esac

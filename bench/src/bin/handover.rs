@@ -33,6 +33,11 @@
 //!   the scope's wait for it). yieldloop `scope`; tokio a `JoinSet` of
 //!   `'static` tasks (tokio tasks cannot borrow), awaited to the last; may
 //!   `coroutine::scope`.
+//! - `blockon`: a task waits in `yieldloop::block_on` on a hand-written
+//!   future that another task completes and wakes. One op is one such
+//!   hand-over (a poll that says `Pending`, the park, the wake, the poll
+//!   that finds the value). yieldloop only: tokio and may await futures
+//!   natively (compare their `spawn` row, a spawn and its `await`/join).
 //!
 //! Each process runs one warm-up round (a tenth of the ops) and then one
 //! measured round, and prints one line of `key=value` fields on stdout:
@@ -48,7 +53,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-const BENCHES: [&str; 6] = ["pingpong", "bounded", "mutex", "yield", "spawn", "scope"];
+const BENCHES: [&str; 7] = [
+    "pingpong", "bounded", "mutex", "yield", "spawn", "scope", "blockon",
+];
 /// Tasks per scope in the `scope` bench.
 const SCOPE_CHILDREN: u64 = 1000;
 const CAPACITY: usize = 64;
@@ -63,6 +70,7 @@ fn default_ops(bench: &str) -> u64 {
         "yield" => 1_000_000,
         "spawn" => 200_000,
         "scope" => 200_000,
+        "blockon" => 400_000,
         _ => 0,
     }
 }
@@ -88,11 +96,68 @@ mod yl {
                 "yield" => yields(n),
                 "spawn" => spawns(n),
                 "scope" => scopes(n),
+                "blockon" => block_ons(n),
                 _ => unreachable!(),
             };
             one((ops / 10).max(1));
             Ok(one(ops))
         })
+    }
+
+    /// A value one task hands to another through a waker.
+    #[derive(Default)]
+    struct Slot {
+        value: std::cell::Cell<Option<u64>>,
+        waker: std::cell::RefCell<Option<std::task::Waker>>,
+    }
+
+    /// Ready once the slot holds a value.
+    struct Wait<'a>(&'a Slot);
+
+    impl std::future::Future for Wait<'_> {
+        type Output = u64;
+        fn poll(
+            self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<u64> {
+            match self.0.value.take() {
+                Some(v) => std::task::Poll::Ready(v),
+                None => {
+                    *self.0.waker.borrow_mut() = Some(cx.waker().clone());
+                    std::task::Poll::Pending
+                }
+            }
+        }
+    }
+
+    fn block_ons(ops: u64) -> Duration {
+        let slot = Rc::new(Slot::default());
+        let s2 = slot.clone();
+        let waker = yieldloop::spawn(move || {
+            for i in 0..ops {
+                let w = loop {
+                    if let Some(w) = s2.waker.borrow_mut().take() {
+                        break w;
+                    }
+                    yieldloop::yield_now();
+                };
+                s2.value.set(Some(i));
+                w.wake();
+            }
+        });
+        let waiter = yieldloop::spawn(move || {
+            let start = Instant::now();
+            let mut sum = 0u64;
+            for _ in 0..ops {
+                sum = sum.wrapping_add(yieldloop::block_on(Wait(&slot)));
+            }
+            let took = start.elapsed();
+            assert_eq!(sum, ops * (ops - 1) / 2);
+            took
+        });
+        let took = waiter.join().expect("waiter failed");
+        waker.join().expect("waker failed");
+        took
     }
 
     fn scopes(ops: u64) -> Duration {
@@ -227,6 +292,9 @@ mod tk {
     use tokio::sync::{mpsc, Mutex};
 
     pub fn measure(bench: &str, ops: u64) -> Result<Duration, String> {
+        if bench == "blockon" {
+            return Err("na: tokio awaits futures natively; see its spawn row".into());
+        }
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .map_err(|e| format!("tokio runtime: {e}"))?;
@@ -386,6 +454,9 @@ mod my {
     use std::sync::Arc;
 
     pub fn measure(bench: &str, ops: u64) -> Result<Duration, String> {
+        if bench == "blockon" {
+            return Err("na: may has no Future executor inside coroutines".into());
+        }
         if bench == "bounded" {
             return Err(
                 "na: may 0.3 has no bounded channel (its mpsc, mpmc and spsc \

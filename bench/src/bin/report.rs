@@ -32,7 +32,7 @@ const SERVERS: [&str; 4] = ["yieldloop", "tokio", "may", "mio"];
 const CONNS: [u64; 3] = [1, 64, 512];
 const HANDOVER_RUNTIMES: [&str; 3] = ["yieldloop", "tokio", "may"];
 /// (bench key, row title, what one op is).
-const HANDOVER_BENCHES: [(&str, &str, &str); 6] = [
+const HANDOVER_BENCHES: [(&str, &str, &str); 7] = [
     (
         "pingpong",
         "channel ping-pong (unbounded)",
@@ -54,6 +54,11 @@ const HANDOVER_BENCHES: [(&str, &str, &str); 6] = [
         "scope",
         "scope of 1,000 borrowing tasks",
         "one task of the scope",
+    ),
+    (
+        "blockon",
+        "`block_on` a future woken by another task",
+        "one hand-over through a waker",
     ),
 ];
 
