@@ -31,7 +31,8 @@
 //!    the top of its stack, and the thread-local of the running task.
 //!    `scheduler`: the task table, filing each `Op`, and the loop.
 //! 4. The blocking-style surface. `suspend` ([`raw::suspend`]), `timeout`
-//!    ([`timeout()`], [`timeout_at`]), `time` ([`sleep`], [`yield_now`]),
+//!    ([`timeout()`], [`timeout_at`]), [`task_local`](mod@task_local) ([`task_local!`],
+//!    [`LocalKey`]: one value per task), `time` ([`sleep`], [`yield_now`]),
 //!    `park` ([`raw::park`]), `spawn` ([`spawn()`], [`JoinHandle`],
 //!    [`Builder`], [`run`]), [`net`], [`sync`], `blocking`
 //!    ([`spawn_blocking`]), `handoff` and `runtime` ([`Runtime`],
@@ -90,6 +91,7 @@ mod runtime;
 mod spawn;
 mod suspend;
 pub mod sync;
+pub mod task_local;
 mod time;
 mod timeout;
 // Layer 5: the public faces.
@@ -102,6 +104,7 @@ pub use protocol::TaskId;
 pub use runtime::{Runtime, RuntimeBuilder, WorkerHandle};
 pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
+pub use task_local::{AccessError, LocalKey};
 pub use time::{sleep, sleep_until, yield_now};
 pub use timeout::{timeout, timeout_at, Elapsed};
 

@@ -15,6 +15,7 @@ use crate::scheduler;
 use crate::stack::DEFAULT_STACK_SIZE;
 use crate::suspend::suspend;
 use crate::task;
+use crate::task_local::{self, Inherited};
 
 /// Where a task leaves its outcome for its [`JoinHandle`].
 struct JoinSlot<T> {
@@ -58,7 +59,17 @@ impl<T> Drop for Outcome<T> {
 /// What a task spawned to run `f` runs: `f`, with its value or its panic
 /// left in `slot`. A forced unwind (the scheduler tearing the task down)
 /// is let through, and leaves `Cancelled` behind.
-fn task_body<F, T>(id: TaskId, slot: Rc<JoinSlot<T>>, f: F) -> impl FnOnce() + 'static
+///
+/// The task's task-locals start as `inherited` and are dropped once `f`
+/// has returned or unwound, before the outcome is stored (so a joiner finds
+/// them gone) and still under `catch_unwind` (so a destructor's panic on
+/// return is the task's panic).
+fn task_body<F, T>(
+    id: TaskId,
+    slot: Rc<JoinSlot<T>>,
+    inherited: Inherited,
+    f: F,
+) -> impl FnOnce() + 'static
 where
     F: FnOnce() -> T + 'static,
     T: 'static,
@@ -66,6 +77,10 @@ where
     let outcome = Outcome { slot, id };
     move || {
         let outcome = outcome;
+        let f = move || {
+            let _locals = task_local::enter(inherited);
+            f()
+        };
         match panic::catch_unwind(AssertUnwindSafe(f)) {
             Ok(value) => outcome.slot.set(Ok(value)),
             Err(payload) => {
@@ -91,7 +106,10 @@ where
 {
     let slot = Rc::new(JoinSlot::new());
     let main = slot.clone();
-    scheduler::run_main(move |id| task_body(id, main, f), || slot.finished.get());
+    scheduler::run_main(
+        move |id| task_body(id, main, Inherited::default(), f),
+        || slot.finished.get(),
+    );
     match slot.take() {
         Some(Ok(v)) => v,
         Some(Err(e)) if e.is_panic() => panic::resume_unwind(e.into_panic()),
@@ -328,8 +346,10 @@ impl Builder {
         let name = self.name.map(Rc::from);
         let slot = Rc::new(JoinSlot::new());
         let theirs = slot.clone();
+        // Before the scheduler is borrowed: cloning runs the user's code.
+        let inherited = task_local::inherit();
         let id = scheduler::with_scheduler("yieldloop::spawn", |s| {
-            s.spawn(name, size, move |id| task_body(id, theirs, f))
+            s.spawn(name, size, move |id| task_body(id, theirs, inherited, f))
         })?;
         Ok(JoinHandle { id, slot })
     }
