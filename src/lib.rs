@@ -176,4 +176,6 @@ mod book {
     struct Trace;
     #[doc = include_str!("../docs/src/appendix-articles.md")]
     struct AppendixArticles;
+    #[doc = include_str!("../docs/src/section-task-locals.md")]
+    struct SectionTaskLocals;
 }
