@@ -718,6 +718,10 @@ pub(crate) fn inherit() -> Inherited {
         })
     })
     .unwrap_or_default();
+    if parents.is_empty() {
+        // The common case, kept to a check: nothing to clone, no allocation.
+        return Inherited::default();
+    }
     // ...then the clones, which may use task-locals themselves.
     Inherited(
         parents
