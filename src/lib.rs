@@ -31,7 +31,8 @@
 //!    the top of its stack, and the thread-local of the running task.
 //!    `scheduler`: the task table, filing each `Op`, and the loop.
 //! 4. The blocking-style surface. `suspend` ([`raw::suspend`]), `timeout`
-//!    ([`timeout()`], [`timeout_at`]), `time` ([`sleep`], [`yield_now`]),
+//!    ([`timeout()`], [`timeout_at`]), [`task_local`](mod@task_local) ([`task_local!`],
+//!    [`LocalKey`]: one value per task), `time` ([`sleep`], [`yield_now`]),
 //!    `park` ([`raw::park`]), `spawn` ([`spawn()`], [`JoinHandle`],
 //!    [`Builder`], [`run`]), `scope` ([`scope()`]: tasks that borrow),
 //!    `gather` ([`join_all`], [`join_any`]), `bridge` ([`block_on`]: a
@@ -96,6 +97,7 @@ mod scope;
 mod spawn;
 mod suspend;
 pub mod sync;
+pub mod task_local;
 mod time;
 mod timeout;
 // Layer 5: the public faces.
@@ -111,6 +113,7 @@ pub use runtime::{Runtime, RuntimeBuilder, WorkerHandle};
 pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
+pub use task_local::{AccessError, LocalKey};
 pub use time::{sleep, sleep_until, yield_now};
 pub use timeout::{timeout, timeout_at, Elapsed};
 

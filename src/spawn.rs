@@ -15,6 +15,7 @@ use crate::scheduler;
 use crate::stack::DEFAULT_STACK_SIZE;
 use crate::suspend::suspend;
 use crate::task;
+use crate::task_local::{self, Inherited};
 
 /// Where a task leaves its outcome for its [`JoinHandle`].
 struct JoinSlot<T> {
@@ -77,7 +78,17 @@ impl<T> Drop for Outcome<T> {
 /// What a task spawned to run `f` runs: `f`, with its value or its panic
 /// left in `slot`. A forced unwind (the scheduler tearing the task down)
 /// is let through, and leaves `Cancelled` behind.
-fn task_body<'a, F, T>(id: TaskId, slot: Rc<JoinSlot<T>>, f: F) -> impl FnOnce() + 'a
+///
+/// The task's task-locals start as `inherited` and are dropped once `f`
+/// has returned or unwound, before the outcome is stored (so a joiner finds
+/// them gone) and still under `catch_unwind` (so a destructor's panic on
+/// return is the task's panic).
+fn task_body<'a, F, T>(
+    id: TaskId,
+    slot: Rc<JoinSlot<T>>,
+    inherited: Inherited,
+    f: F,
+) -> impl FnOnce() + 'a
 where
     F: FnOnce() -> T + 'a,
     T: 'a,
@@ -85,6 +96,10 @@ where
     let outcome = Outcome { slot, id };
     move || {
         let outcome = outcome;
+        let f = move || {
+            let _locals = task_local::enter(inherited);
+            f()
+        };
         match panic::catch_unwind(AssertUnwindSafe(f)) {
             Ok(value) => outcome.slot.set(Ok(value)),
             Err(payload) => {
@@ -110,7 +125,10 @@ where
 {
     let slot = Rc::new(JoinSlot::new());
     let main = slot.clone();
-    scheduler::run_main(move |id| task_body(id, main, f), || slot.finished.get());
+    scheduler::run_main(
+        move |id| task_body(id, main, Inherited::default(), f),
+        || slot.finished.get(),
+    );
     match slot.take() {
         Some(Ok(v)) => v,
         Some(Err(e)) if e.is_panic() => panic::resume_unwind(e.into_panic()),
@@ -355,8 +373,10 @@ impl Builder {
         let name = self.name.map(Rc::from);
         let slot = Rc::new(JoinSlot::new());
         let theirs = slot.clone();
+        // Before the scheduler is borrowed: cloning runs the user's code.
+        let inherited = task_local::inherit();
         let id = scheduler::with_scheduler("yieldloop::spawn", |s| {
-            s.spawn(name, size, move |id| task_body(id, theirs, f))
+            s.spawn(name, size, move |id| task_body(id, theirs, inherited, f))
         })?;
         Ok(JoinHandle { id, slot })
     }
@@ -379,9 +399,10 @@ impl Builder {
         let name = self.name.map(Rc::from);
         let slot = Rc::new(JoinSlot::new());
         let theirs = slot.clone();
+        let inherited = task_local::inherit();
         let id = scheduler::with_scheduler("yieldloop::scope", |s| {
             s.spawn(name, size, move |id| {
-                let body: Box<dyn FnOnce() + 'a> = Box::new(task_body(id, theirs, f));
+                let body: Box<dyn FnOnce() + 'a> = Box::new(task_body(id, theirs, inherited, f));
                 // SAFETY: only the lifetime changes, from `'a` to `'static`,
                 // between two types of the same layout. The scheduler keeps
                 // the body no longer than the task lives, and by this

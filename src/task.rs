@@ -24,11 +24,13 @@
 //!                              │ TaskHeader                    │
 //!                              │   co: the corosensei coroutine │
 //!                              │   cx: TaskContext (id, guard,  │
-//!                              │       yielder, timeout scope)  │
+//!                              │       yielder, timeout scope,  │
+//!                              │       task-locals slot)        │
 //!                              ├──────────────────────────────┤
 //!                              │ the task's frames, growing ▼  │
 //! ```
 
+use std::any::Any;
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
 
@@ -81,6 +83,29 @@ pub(crate) struct TaskContext {
     /// address of a local of [`TaskContext::pause`]), or 0 before the first pause:
     /// the frames a resume returns through lie just around it.
     paused_sp: Cell<usize>,
+    /// The task's task-locals, kept here for the `task_local` module, which
+    /// alone looks inside (this module does not know their type). Empty
+    /// until the task first uses one, so a task that never does costs no
+    /// allocation; 16 bytes, which keeps the header within the three cache
+    /// lines [`prefetch_task`] loads per resume.
+    ///
+    /// # Invariant
+    ///
+    /// Owns no memory once the task's body has ended (by return, panic or
+    /// forced unwind): the body tears its task-locals down on its way out,
+    /// so they are dropped on the task's stack, and leaves a zero-sized
+    /// marker; the header, which has no drop of its own, leaks nothing.
+    locals: LocalsSlot,
+}
+
+/// The cell of [`TaskContext::locals`]; a type of its own only to be
+/// `Debug` (a `Cell` of a non-`Copy` value is not).
+struct LocalsSlot(Cell<Option<Box<dyn Any>>>);
+
+impl std::fmt::Debug for LocalsSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LocalsSlot")
+    }
 }
 
 /// A task's coroutine and context, in one block whose address is fixed for
@@ -129,6 +154,7 @@ impl OwnedHeader {
                     yielder: Cell::new(ptr::null()),
                     scope: Cell::new(None),
                     paused_sp: Cell::new(0),
+                    locals: LocalsSlot(Cell::new(None)),
                 },
             });
         }
@@ -149,7 +175,8 @@ impl Drop for OwnedHeader {
         // pointer, because unwinding it runs task code that reads `cx`
         // through the thread-local's pointer. Dropping it returns its
         // stack, and with it the memory of this body, to the pool: nothing
-        // touches the body after this line (`cx` needs no drop).
+        // touches the body after this line (`cx` needs no drop: its
+        // task-locals slot was emptied by the task's body).
         unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*p).co)) };
     }
 }
@@ -213,6 +240,14 @@ impl TaskContext {
         // alive for the whole call.
         unsafe { (*yielder).suspend(op) }
     }
+}
+
+/// Runs `f` with the task-locals slot of the running task (or of the task
+/// being torn down), or returns `None` when no task runs on this thread.
+/// See [`TaskContext::locals`] for who fills and empties it.
+#[inline]
+pub(crate) fn with_locals<R>(f: impl FnOnce(&Cell<Option<Box<dyn Any>>>) -> R) -> Option<R> {
+    running_cx().map(|cx| f(&cx.locals.0))
 }
 
 /// Runs `f` with the running task's context, or `None` when no task runs

@@ -23,6 +23,7 @@ const RANKS: &[(&str, u32)] = &[
     ("scheduler", 3),
     // 4. The blocking-style surface.
     ("timeout", 4),
+    ("task_local", 4),
     ("suspend", 5),
     ("time", 6),
     ("park", 6),

@@ -340,3 +340,28 @@ fn join_any_takes_scoped_handles() {
         assert_eq!((first, rest), (105, vec![120]));
     });
 }
+
+yieldloop::task_local! {
+    /// A request id that follows the task into the tasks it spawns.
+    #[inherit]
+    static REQUEST: Cell<u64> = Cell::new(0);
+}
+
+/// Scoped tasks start with a copy of the caller's `#[inherit]` task-locals,
+/// like tasks from `spawn`.
+#[test]
+fn scoped_tasks_inherit_task_locals() {
+    yieldloop::run(|| {
+        REQUEST.set(42);
+        let seen = scope(|s| {
+            let h = s.spawn(|| {
+                let before = REQUEST.get();
+                REQUEST.set(7); // the child's own copy
+                before
+            });
+            h.join().unwrap()
+        });
+        assert_eq!(seen, 42);
+        assert_eq!(REQUEST.get(), 42);
+    });
+}
