@@ -36,7 +36,8 @@
 //!    `park` ([`raw::park`]), `spawn` ([`spawn()`], [`JoinHandle`],
 //!    [`Builder`], [`run`]), `scope` ([`scope()`]: tasks that borrow),
 //!    `gather` ([`join_all`], [`join_any`]), `bridge` ([`block_on`]: a
-//!    `Future` inside a task), [`net`], [`sync`], `blocking`
+//!    `Future` inside a task), [`net`], [`sync`], [`signal`] (Unix
+//!    signals a task waits for), `blocking`
 //!    ([`spawn_blocking`]), `handoff` and `runtime` ([`Runtime`],
 //!    thread-per-core: one scheduler per worker thread; tasks never move
 //!    between threads), `bridge` ([`block_on`]: a `Future` awaited from a
@@ -94,6 +95,7 @@ pub mod net;
 mod park;
 mod runtime;
 mod scope;
+pub mod signal;
 mod spawn;
 mod suspend;
 pub mod sync;

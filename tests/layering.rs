@@ -33,6 +33,7 @@ const RANKS: &[(&str, u32)] = &[
     ("handoff", 7),
     ("bridge", 7),
     ("net", 7),
+    ("signal", 7),
     ("sync", 7),
     ("blocking", 8),
     ("runtime", 8),
