@@ -39,7 +39,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use yieldloop::net::{TcpListener, TcpStream, UnixStream};
+use yieldloop::net::{TcpListener, TcpStream};
+use yieldloop::signal::{Signals, SIGINT, SIGTERM};
 use yieldloop::{JoinHandle, Runtime};
 
 /// Command-line settings.
@@ -160,7 +161,8 @@ fn serve(config: Config) -> io::Result<()> {
 /// One worker: accepts until SIGINT/SIGTERM, then drains its connections.
 fn worker(listener: std::net::TcpListener, config: &Config, stats: &Arc<Stats>) -> io::Result<()> {
     let listener = TcpListener::from_std(listener)?;
-    let signals = signal_pipe()?;
+    // Each worker listens for itself: every listener sees every signal.
+    let mut signals = Signals::new([SIGINT, SIGTERM])?;
     let conns: Rc<RefCell<HashMap<u64, JoinHandle<()>>>> = Rc::default();
 
     let acceptor = {
@@ -168,9 +170,8 @@ fn worker(listener: std::net::TcpListener, config: &Config, stats: &Arc<Stats>) 
         yieldloop::spawn(move || accept_loop(&listener, &config, &stats, &conns))
     };
 
-    // Wait for a signal: one byte arrives on the pipe.
-    let mut byte = [0u8; 1];
-    (&signals).read_exact(&mut byte)?;
+    // Pauses this task only; the acceptor and the connections go on.
+    signals.recv()?;
     // Stop accepting: cancelling the acceptor drops (closes) the listener.
     acceptor.cancel();
     let deadline = Instant::now() + config.grace;
@@ -185,15 +186,6 @@ fn worker(listener: std::net::TcpListener, config: &Config, stats: &Arc<Stats>) 
         h.cancel();
     }
     Ok(())
-}
-
-/// A socket that receives one byte whenever SIGINT or SIGTERM arrives.
-fn signal_pipe() -> io::Result<UnixStream> {
-    let (read, write) = std::os::unix::net::UnixStream::pair()?;
-    write.set_nonblocking(true)?;
-    signal_hook::low_level::pipe::register(signal_hook::consts::SIGINT, write.try_clone()?)?;
-    signal_hook::low_level::pipe::register(signal_hook::consts::SIGTERM, write)?;
-    UnixStream::from_std(read)
 }
 
 fn accept_loop(
