@@ -183,6 +183,8 @@ mod book {
     struct Ch09Capstone;
     #[doc = include_str!("../docs/src/ch10-structured.md")]
     struct Ch10Structured;
+    #[doc = include_str!("../docs/src/section-signal.md")]
+    struct SectionSignal;
     #[doc = include_str!("../docs/src/caveats.md")]
     struct Caveats;
     #[doc = include_str!("../docs/src/trace.md")]
