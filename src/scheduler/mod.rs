@@ -193,13 +193,10 @@ impl Scheduler {
     /// Ends the wait `w` if its task is still in it; see
     /// [`ParkToken`](crate::raw::ParkToken).
     pub(crate) fn unpark(&self, w: WaitToken) -> bool {
-        let mut core = self.core.borrow_mut();
-        if core.tasks.is_waiting(w) {
-            core.waking().wake(w, Resume::Ready, "unpark");
-            true
-        } else {
-            false
-        }
+        self.core
+            .borrow_mut()
+            .waking()
+            .wake_if_waiting(w, Resume::Ready, "unpark")
     }
 
     /// Makes readiness of `io` end the wait `w` (with [`Resume::Ready`]),

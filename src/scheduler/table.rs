@@ -153,6 +153,7 @@ impl TaskTable {
     /// Ends the wait `w` with `value` and queues its task, if it is still
     /// in that wait. Returns whether it did, and whether the wait had a
     /// timer armed (now stale).
+    #[inline]
     fn wake(&mut self, w: WaitToken, value: Resume, cause: &str) -> (bool, bool) {
         match self.slab.get_mut(w.key) {
             Some(t) => match t.state {
@@ -183,6 +184,18 @@ pub(super) struct Waking<'a> {
 }
 
 impl Waking<'_> {
+    /// Ends the wait `w` with `value` if its task is still in it; returns
+    /// whether it did. A timer the wait had armed is counted stale.
+    #[inline]
+    pub(super) fn wake_if_waiting(&mut self, w: WaitToken, value: Resume, cause: &str) -> bool {
+        let (woken, had_timer) = self.tasks.wake(w, value, cause);
+        if had_timer {
+            let tasks = &*self.tasks;
+            self.timers.mark_stale(|x| tasks.is_waiting(x));
+        }
+        woken
+    }
+
     /// Ends the wait of a timer entry that just fired; a stale entry is
     /// counted out of the heap.
     pub(super) fn wake_by_timer(&mut self, w: WaitToken, value: Resume) {
@@ -200,11 +213,7 @@ impl Wakeups for Waking<'_> {
     }
 
     fn wake(&mut self, w: WaitToken, value: Resume, cause: &'static str) {
-        let (_, had_timer) = self.tasks.wake(w, value, cause);
-        if had_timer {
-            let tasks = &*self.tasks;
-            self.timers.mark_stale(|x| tasks.is_waiting(x));
-        }
+        self.wake_if_waiting(w, value, cause);
     }
 }
 

@@ -23,14 +23,14 @@
 //! waiter is a task of that scheduler, woken through its [`ParkToken`]
 //! without any atomic operation.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::chan::{self, channel_handles, Flavor, Guard};
 use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::Fired;
-use super::waitq::{self, Signal, WaitQueue, Woken};
+use super::waitq::WaitQueue;
 use crate::park::RemoteUnparker;
 use crate::protocol::ParkToken;
 
@@ -45,17 +45,25 @@ pub(crate) struct Local;
 
 impl Flavor for Local {
     type Lock<S> = RefCell<S>;
-    type Receiver = Signal;
+    /// A waiting receiver is its park token: whether a sender picked it is
+    /// told by its entry being gone from the queue ([`Fired::Dequeued`]).
+    type Receiver = ParkToken;
     type Sender = ParkToken;
 
     #[inline]
-    fn wake_one(&self, q: &mut WaitQueue<Signal>) -> bool {
-        waitq::wake_one(q)
+    fn wake_one(&self, q: &mut WaitQueue<ParkToken>) -> bool {
+        // An entry whose unpark fails stays queued for its owner to remove.
+        q.take_first(|t| t.unpark()).is_some()
     }
 
     #[inline]
-    fn wake_all(&self, q: &mut WaitQueue<Signal>) {
-        waitq::wake_all(q);
+    fn wake_all(&self, q: &mut WaitQueue<ParkToken>) {
+        // An entry whose task stopped waiting goes too; its owner then
+        // takes itself for picked and hands a wake-up on: at worst one
+        // receiver wakes for nothing and looks again.
+        for (_, t) in q.take_all() {
+            t.unpark();
+        }
     }
 
     #[inline]
@@ -64,9 +72,8 @@ impl Flavor for Local {
     }
 
     #[inline]
-    fn task_receiver(token: ParkToken) -> (Signal, Fired, Option<RemoteUnparker>) {
-        let woken = Rc::new(Cell::new(Woken::Not));
-        (Signal::new(token, woken.clone()), Fired::Local(woken), None)
+    fn task_receiver(token: ParkToken) -> (ParkToken, Fired, Option<RemoteUnparker>) {
+        (token, Fired::Dequeued, None)
     }
 
     #[inline]

@@ -240,7 +240,7 @@ impl Flavor for CrossThread {
             None,
         ));
         let cv = &chan.flavor.recv_cv;
-        while !reg.fired.get() {
+        while !reg.fired.shared_get() {
             st = match deadline {
                 None => cv.wait(st).unwrap_or_else(PoisonError::into_inner),
                 Some(d) => {

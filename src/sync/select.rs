@@ -35,7 +35,7 @@ use std::fmt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::waitq::{OnDrop, Woken};
+use super::waitq::OnDrop;
 use crate::park::{park, park_token};
 use crate::protocol::ParkToken;
 use crate::protocol::TaskId;
@@ -46,29 +46,43 @@ use crate::stack::MIN_STACK_SIZE;
 /// The hooks a [`Select`] drives a receiver through; sealed, so the set of
 /// selectable types is this module's to decide.
 pub(crate) mod sealed {
-    use std::cell::Cell;
-    use std::rc::Rc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
-    use super::Woken;
     use crate::protocol::ParkToken;
 
     /// How a registration learns it was the one a sender woke.
     #[derive(Debug)]
     pub enum Fired {
-        /// A single-thread channel's flag.
-        Local(Rc<Cell<Woken>>),
-        /// A cross-thread channel's flag.
+        /// A single-thread channel's: the sender that wakes a receiver takes
+        /// its entry out of the queue, and only then (an entry whose task
+        /// stopped waiting is left for its owner), so an entry gone from
+        /// the queue is one a sender picked. No flag to share, so nothing
+        /// to allocate per pause.
+        Dequeued,
+        /// A cross-thread channel's flag: a plain thread's entry is taken
+        /// out by the sender too, but is looked at while still queued.
         Shared(Arc<AtomicBool>),
     }
 
     impl Fired {
-        /// True if a sender picked this registration.
+        /// True if a sender picked this registration, given whether its
+        /// entry was still queued when its owner took it out.
         #[inline]
-        pub fn get(&self) -> bool {
+        pub fn after_removal(&self, was_queued: bool) -> bool {
             match self {
-                Fired::Local(w) => w.get() != Woken::Not,
+                Fired::Dequeued => !was_queued,
+                Fired::Shared(f) => f.load(Ordering::Acquire),
+            }
+        }
+
+        /// A cross-thread flag's value while the entry is still queued;
+        /// always false for a single-thread entry, whose news is its
+        /// removal.
+        #[inline]
+        pub fn shared_get(&self) -> bool {
+            match self {
+                Fired::Dequeued => false,
                 Fired::Shared(f) => f.load(Ordering::Acquire),
             }
         }

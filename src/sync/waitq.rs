@@ -80,6 +80,13 @@ impl<E> WaitQueue<E> {
     /// Takes out the entry `id`, if it is still queued.
     #[inline]
     pub(crate) fn remove(&mut self, id: u64) -> Option<E> {
+        // The common cases, the only entry or the newest, without a search
+        // or a shift of the ring buffer.
+        match self.entries.back() {
+            None => return None,
+            Some((i, _)) if *i == id => return self.entries.pop_back().map(|(_, e)| e),
+            Some(_) => {}
+        }
         let i = self.index(id)?;
         self.entries.remove(i).map(|(_, e)| e)
     }
@@ -98,8 +105,15 @@ impl<E> WaitQueue<E> {
     /// Removes and returns the first entry for which `pred` is true; the
     /// entries before it stay where they are. `pred` is where the waker
     /// unparks, so it runs at most once per entry, front to back.
+    #[inline]
     pub(crate) fn take_first(&mut self, mut pred: impl FnMut(&E) -> bool) -> Option<E> {
-        let i = self.entries.iter().position(|(_, e)| pred(e))?;
+        // Nearly always the front entry is the one: take it without
+        // shifting the ring buffer.
+        let (_, front) = self.entries.front()?;
+        if pred(front) {
+            return self.entries.pop_front().map(|(_, e)| e);
+        }
+        let i = self.entries.iter().skip(1).position(|(_, e)| pred(e))? + 1;
         self.entries.remove(i).map(|(_, e)| e)
     }
 
@@ -170,17 +184,20 @@ pub(crate) fn wake_all(q: &mut WaitQueue<Signal>) {
 pub(crate) struct OnDrop<F: FnOnce()>(Option<F>);
 
 impl<F: FnOnce()> OnDrop<F> {
+    #[inline]
     pub(crate) fn new(f: F) -> Self {
         OnDrop(Some(f))
     }
 
     /// Forgets the closure: the pause ended normally.
+    #[inline]
     pub(crate) fn defuse(mut self) {
         self.0 = None;
     }
 }
 
 impl<F: FnOnce()> Drop for OnDrop<F> {
+    #[inline]
     fn drop(&mut self) {
         if let Some(f) = self.0.take() {
             f();

@@ -176,8 +176,8 @@ impl<T, F: Flavor> State<T, F> {
     /// Takes a receiver's entry out again; returns whether a sender had
     /// woken it (then it holds a wake-up to use or hand on).
     pub(crate) fn unregister(&mut self, reg: &Registration) -> bool {
-        self.recvq.remove(reg.id);
-        reg.fired.get()
+        let was_queued = self.recvq.remove(reg.id).is_some();
+        reg.fired.after_removal(was_queued)
     }
 
     /// Queues a sender that waits with `value`, and wakes a receiver: a
