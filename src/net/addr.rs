@@ -40,7 +40,9 @@ use super::resolve::lookup_name;
 /// a name is looked up on the calling thread.
 ///
 /// The trait is sealed: its method is private, and only this crate
-/// implements it.
+/// implements it. A value known only as some `impl std::net::ToSocketAddrs`
+/// can be resolved by std and passed as a slice of the addresses,
+/// `&addrs[..]` (std's lookup then blocks the thread, as it always did).
 ///
 /// # Examples
 ///
