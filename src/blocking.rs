@@ -11,6 +11,12 @@
 //! thread left idle for a while (10 s by default) exits. Work beyond the
 //! limit waits in a FIFO queue for the next free thread.
 //!
+//! The crate uses the pool itself for host-name lookups: `connect`, `bind`
+//! and `send_to` given a name, and [`lookup_host`](crate::net::lookup_host),
+//! run the [resolver](crate::net::Resolve) here while the task pauses
+//! (literal addresses are parsed in the task, with no hop). A slow DNS
+//! answer thus holds a pool thread, not the scheduler.
+//!
 //! ```text
 //!   spawn_blocking(f) ──▶ queue ──▶ idle thread (or a new one, under the limit)
 //!                                      runs f, catching a panic
@@ -37,9 +43,10 @@ pub const DEFAULT_BLOCKING_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Runs `f` on the blocking pool and returns a handle to its result.
 ///
 /// Use it for whatever would hold the thread: reading and writing files
-/// (`std::fs`), name resolution (`ToSocketAddrs` on a host name), calls into
-/// blocking libraries, and CPU-heavy work that would otherwise keep every
-/// other task on the thread waiting. `f` starts at once on an idle pool
+/// (`std::fs`), calls into blocking libraries, and CPU-heavy work that
+/// would otherwise keep every other task on the thread waiting. (Name
+/// resolution needs no call here: [`net`](crate::net) looks host names up
+/// on this pool by itself.) `f` starts at once on an idle pool
 /// thread, or on a new one while fewer than the
 /// [limit](set_blocking_max_threads) exist; otherwise it waits in a queue
 /// for the next free thread.
@@ -195,6 +202,9 @@ pub struct BlockingPoolStats {
     pub queued: usize,
     /// The current thread limit.
     pub max_threads: usize,
+    /// Jobs handed to the pool since the process started (a
+    /// [`spawn_blocking`] call, a host-name lookup, …).
+    pub submitted: u64,
 }
 
 /// The blocking pool's current numbers.
@@ -204,6 +214,8 @@ pub struct BlockingPoolStats {
 /// ```
 /// let stats = yieldloop::diag::blocking_pool_stats();
 /// assert!(stats.threads <= stats.max_threads);
+/// yieldloop::spawn_blocking(|| ()).join().unwrap();
+/// assert!(yieldloop::diag::blocking_pool_stats().submitted > stats.submitted);
 /// ```
 pub fn blocking_pool_stats() -> BlockingPoolStats {
     let st = pool().lock();
@@ -212,6 +224,7 @@ pub fn blocking_pool_stats() -> BlockingPoolStats {
         idle: st.idle,
         queued: st.queue.len(),
         max_threads: st.max_threads,
+        submitted: st.submitted,
     }
 }
 
@@ -240,6 +253,8 @@ struct PoolState {
     notified: usize,
     max_threads: usize,
     idle_timeout: Duration,
+    /// Jobs ever submitted, for [`BlockingPoolStats::submitted`].
+    submitted: u64,
 }
 
 fn pool() -> &'static Arc<Pool> {
@@ -253,6 +268,7 @@ fn pool() -> &'static Arc<Pool> {
                 notified: 0,
                 max_threads: DEFAULT_BLOCKING_MAX_THREADS,
                 idle_timeout: DEFAULT_BLOCKING_IDLE_TIMEOUT,
+                submitted: 0,
             }),
             work: Condvar::new(),
         })
@@ -271,6 +287,7 @@ impl Pool {
     fn submit(self: &Arc<Self>, job: Job) {
         let mut st = self.lock();
         st.queue.push_back(job);
+        st.submitted += 1;
         if st.idle > 0 {
             st.idle -= 1;
             st.notified += 1;

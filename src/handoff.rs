@@ -194,11 +194,13 @@ impl<T> Handoff<T> {
                 st.waiter = Some(remote.clone());
             }
             // Nothing may pause between leaving the unparker and parking.
-            let answer = park(token, None);
+            let answer = {
+                let _forget = ForgetWaiter(self);
+                park(token, None)
+            };
             drop(remote);
             if let Resume::Cancelled = answer {
                 // Called while the task unwinds: it cannot wait any more.
-                self.lock().waiter = None;
                 return Err(RemoteJoinError::cancelled(
                     "the joining task is being torn down",
                 ));
@@ -237,6 +239,22 @@ impl<T> Handoff<T> {
             }
             st = self.arrived.wait(st).unwrap_or_else(|e| e.into_inner());
         }
+    }
+}
+
+/// Takes a parked waiter's unparker back out of the slot when its pause
+/// ends, however it ends: also when the task unwinds out of the pause (its
+/// [`timeout`](crate::timeout()) expired, or it was cancelled). Left there,
+/// the unparker would make the task's scheduler count on a wake-up from
+/// the producer until the work finishes, which may be long after: a main
+/// task deadlocked meanwhile would not be reported until then.
+struct ForgetWaiter<'a, T>(&'a Handoff<T>);
+
+impl<T> Drop for ForgetWaiter<'_, T> {
+    fn drop(&mut self) {
+        let stale = self.0.lock().waiter.take();
+        // Dropped outside the lock.
+        drop(stale);
     }
 }
 

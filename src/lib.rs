@@ -36,9 +36,9 @@
 //!    `park` ([`raw::park`]), `spawn` ([`spawn()`], [`JoinHandle`],
 //!    [`Builder`], [`run`]), `scope` ([`scope()`]: tasks that borrow),
 //!    `gather` ([`join_all`], [`join_any`]), `bridge` ([`block_on`]: a
-//!    `Future` inside a task), [`net`], [`sync`], [`signal`] (Unix
-//!    signals a task waits for), `blocking`
-//!    ([`spawn_blocking`]), `handoff` and `runtime` ([`Runtime`],
+//!    `Future` inside a task), [`sync`], `blocking` ([`spawn_blocking`]),
+//!    [`net`] (sockets; host names are looked up on the blocking pool),
+//!    [`signal`] (Unix signals a task waits for), `handoff` and `runtime` ([`Runtime`],
 //!    thread-per-core: one scheduler per worker thread; tasks never move
 //!    between threads), `bridge` ([`block_on`]: a `Future` awaited from a
 //!    task, its waker unparking the task).

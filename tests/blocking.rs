@@ -168,3 +168,34 @@ fn idle_threads_exit_after_the_timeout() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// A task that stops waiting for a pool job (its timeout expired) leaves no
+/// wake-up behind: a deadlock right after is reported at once, not only
+/// when the job ends.
+#[test]
+fn a_timed_out_join_leaves_no_waker_behind() {
+    const JOB_TIME: Duration = Duration::from_secs(3);
+    let start = Instant::now();
+    let r = std::panic::catch_unwind(|| {
+        yieldloop::run(|| {
+            let job = yieldloop::spawn_blocking(|| std::thread::sleep(JOB_TIME));
+            let waited = yieldloop::timeout(Duration::from_millis(20), || job.join());
+            assert!(waited.is_err(), "the join should have timed out");
+            // Nothing can ever unpark this: a deadlock.
+            let token = yieldloop::raw::park_token();
+            let _ = yieldloop::raw::park(token, None);
+        })
+    });
+    let err = r.expect_err("a main task parked with no waker must be reported");
+    let msg = err
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(msg.contains("deadlock"), "unexpected message: {msg}");
+    assert!(
+        start.elapsed() < JOB_TIME / 2,
+        "the deadlock was reported only after {:?}",
+        start.elapsed()
+    );
+}

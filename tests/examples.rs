@@ -302,6 +302,7 @@ fn examples_reject_unknown_arguments() {
         "echo_server",
         "walkthrough_08_capstone",
         "fan_out",
+        "resolve_stall",
     ] {
         let out = example::run(name, &["--no-such-option"]);
         assert_eq!(out.status.code(), Some(2), "{name}: {out}");
@@ -328,4 +329,31 @@ fn fan_out_shows_the_three_ends_of_a_scope() {
         "{out}"
     );
     assert!(out.stderr.contains("mirror sa sent garbage"), "{out}");
+}
+
+/// `resolve_stall`: a 300 ms lookup made on the scheduler's thread stops
+/// the ticker for all of it; through `lookup_host` the ticker keeps going.
+#[test]
+fn resolve_stall_shows_the_lookup_off_the_loop() {
+    let out = example::run("resolve_stall", &["--delay-ms", "300", "--runs", "1"]);
+    out.assert_success();
+    let lines = out.lines();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(
+        lines[0], "resolver delay: 300 ms, ticker: 1 ms sleeps, 1 runs each",
+        "{out}"
+    );
+    let gap = |line: &str, way: &str| -> f64 {
+        line.strip_prefix(way)
+            .and_then(|l| l.strip_prefix(": longest tick gap "))
+            .and_then(|l| l.strip_suffix(" ms"))
+            .unwrap_or_else(|| panic!("no {way} line: {out}"))
+            .parse()
+            .unwrap_or_else(|e| panic!("{way}: {e}: {out}"))
+    };
+    gap(lines[1], "baseline");
+    // The inline lookup holds the thread for the whole delay, or more.
+    assert!(gap(lines[2], "inline") >= 300.0, "{out}");
+    // Loose: a busy machine delays ticks, but not by a whole lookup.
+    assert!(gap(lines[3], "pool") < 200.0, "{out}");
 }

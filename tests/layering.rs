@@ -32,15 +32,16 @@ const RANKS: &[(&str, u32)] = &[
     ("gather", 8),
     ("handoff", 7),
     ("bridge", 7),
-    ("net", 7),
+    // Name lookups run on the blocking pool.
+    ("net", 9),
     ("signal", 7),
     ("sync", 7),
     ("blocking", 8),
     ("runtime", 8),
     // 5. The public faces.
-    ("raw", 9),
-    ("diag", 9),
-    ("lib", 10),
+    ("raw", 10),
+    ("diag", 10),
+    ("lib", 11),
 ];
 
 fn rank(module: &str) -> Option<u32> {

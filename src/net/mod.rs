@@ -6,6 +6,57 @@
 //! [`Op::WriteReady`](crate::raw::Op::WriteReady) and retries once the scheduler
 //! reports readiness, so `std::io::Read`/`Write` and everything built on
 //! them (`BufReader`, `read_line`, `io::copy`) work unchanged inside a task.
+//!
+//! # Name resolution
+//!
+//! The calls that take an address (`connect`, `bind`, `send_to`, …) take
+//! any [`ToSocketAddrs`]: the types std's sockets take, from a
+//! `SocketAddr` to `"example.com:443"`. What happens to it depends on what
+//! it is:
+//!
+//! - **A literal address** (`SocketAddr`, `(IpAddr, u16)`,
+//!   `"127.0.0.1:80"`, `"[::1]:80"`, `("10.0.0.1", 80)`) is parsed on the
+//!   spot: no pause, no thread hop.
+//! - **A host name** is looked up by the process's [resolver](Resolve)
+//!   on the [blocking pool](crate::spawn_blocking), while the calling task
+//!   pauses and every other task runs on. A name that takes seconds to
+//!   resolve costs its own task those seconds, and no one else anything.
+//!   Outside any task it is looked up on the calling thread.
+//!
+//! [`lookup_host`] looks a name up without connecting. The wait for a
+//! lookup is a pause like any other: a [`timeout`](crate::timeout()) around
+//! `connect("host:port")` covers the lookup too, and a cancelled task stops
+//! waiting at once. The lookup itself cannot be interrupted: it finishes on
+//! its pool thread, whose answer is then dropped. Each lookup under way
+//! holds a pool thread, so many slow ones at once queue behind the
+//! [pool's limit](crate::diag::set_blocking_max_threads).
+//!
+//! The resolver is the system's ([`SystemResolver`], `getaddrinfo`) unless
+//! [`set_resolver`] installs another for the whole process: a table for
+//! service discovery, a DNS client of your choice, or a slow or failing one
+//! in tests.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use yieldloop::net::{TcpListener, TcpStream};
+//!
+//! yieldloop::run(|| -> std::io::Result<()> {
+//!     let listener = TcpListener::bind("127.0.0.1:0")?;
+//!     let port = listener.local_addr()?.port();
+//!     let server = yieldloop::spawn(move || -> std::io::Result<()> {
+//!         let (mut s, _) = listener.accept()?;
+//!         s.write_all(b"hi")?;
+//!         Ok(())
+//!     });
+//!     // "localhost" is looked up on the pool; this task pauses meanwhile.
+//!     let mut client = TcpStream::connect(("localhost", port))?;
+//!     let mut buf = [0u8; 2];
+//!     client.read_exact(&mut buf)?;
+//!     assert_eq!(&buf, b"hi");
+//!     server.join().unwrap()
+//! })
+//! .unwrap();
+//! ```
 
 /// Implements `Read`/`Write` for a stream type, both on `&T` (so one task
 /// can read while another writes through shared references) and on `T`,
@@ -185,7 +236,9 @@ macro_rules! socket_traits {
     };
 }
 
+mod addr;
 mod pausing_io;
+mod resolve;
 mod reuseport;
 mod tcp_listener;
 mod tcp_stream;
@@ -193,6 +246,8 @@ mod udp;
 mod unix;
 mod unix_datagram;
 
+pub use addr::ToSocketAddrs;
+pub use resolve::{lookup_host, set_resolver, Resolve, SystemResolver};
 pub use reuseport::{bind_reuseport_std, reuseport_listeners};
 pub use tcp_listener::{Incoming, TcpListener};
 pub use tcp_stream::TcpStream;

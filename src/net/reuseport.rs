@@ -13,12 +13,12 @@
 //! pointer casts.
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::addr::{each_addr, ToSocketAddrs};
 use super::tcp_listener::TcpListener;
-use super::tcp_stream::each_addr;
 
 /// The listen backlog of reuse-port listeners: large enough for bursts of
 /// connections; the kernel caps it at `net.core.somaxconn`.

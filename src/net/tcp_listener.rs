@@ -1,10 +1,11 @@
 //! `TcpListener`: accepting connections through [`Op::Accept`].
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 
+use super::addr::{each_addr, ToSocketAddrs};
 use super::pausing_io::PausingIo;
-use super::tcp_stream::{each_addr, TcpStream};
+use super::tcp_stream::TcpStream;
 use crate::protocol::{Op, Resume};
 
 /// A listening TCP socket whose `accept` pauses only the calling task.

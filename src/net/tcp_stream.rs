@@ -1,9 +1,10 @@
 //! `TcpStream`: a connected TCP socket with blocking-style calls.
 
 use std::io;
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr};
 use std::time::Duration;
 
+use super::addr::{each_addr, ToSocketAddrs};
 use super::pausing_io::{outside_run, PausingIo};
 
 /// A TCP connection whose reads and writes pause only the calling task.
@@ -44,15 +45,32 @@ impl TcpStream {
     /// Opens a connection to `addr`, trying each address it resolves to in
     /// turn, like [`std::net::TcpStream::connect`].
     ///
-    /// The connect itself pauses only this task. Name resolution does not:
-    /// it is the system resolver's blocking call, so pass socket addresses
-    /// where latency matters.
+    /// Only this task pauses, for the connect and for the lookup of a host
+    /// name (`"example.com:80"`), which runs on the blocking pool; see
+    /// [name resolution](super#name-resolution). A
+    /// [`timeout`](crate::timeout()) around the call covers both.
     ///
     /// # Errors
     ///
-    /// The last address's error, e.g. [`io::ErrorKind::ConnectionRefused`];
-    /// [`io::ErrorKind::TimedOut`] if a write timeout was set with … (see
-    /// [`connect_timeout`](Self::connect_timeout)).
+    /// The name lookup's error; else the last address's error, e.g.
+    /// [`io::ErrorKind::ConnectionRefused`]. For a time limit, wrap the call
+    /// in [`timeout`](crate::timeout()), or use
+    /// [`connect_timeout`](Self::connect_timeout) with a socket address.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use yieldloop::net::{TcpListener, TcpStream};
+    ///
+    /// yieldloop::run(|| -> std::io::Result<()> {
+    ///     let listener = TcpListener::bind("127.0.0.1:0")?;
+    ///     let port = listener.local_addr()?.port();
+    ///     let stream = TcpStream::connect(format!("localhost:{port}"))?;
+    ///     assert_eq!(stream.peer_addr()?.port(), port);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     ///
     /// # Panics
     ///
@@ -62,7 +80,10 @@ impl TcpStream {
     }
 
     /// Like [`connect`](Self::connect) to one address, giving up with
-    /// [`io::ErrorKind::TimedOut`] after `timeout`.
+    /// [`io::ErrorKind::TimedOut`] after `timeout`. It takes a socket
+    /// address, as std's does, so there is nothing to look up; to bound a
+    /// connect by host name, lookup included, wrap
+    /// [`connect`](Self::connect) in [`timeout`](crate::timeout()).
     ///
     /// # Errors
     ///
@@ -172,27 +193,6 @@ impl TcpStream {
 }
 
 blocking_style_io!(TcpStream);
-
-/// Tries `f` on each address `addr` resolves to; returns the first success
-/// or the last error.
-pub(crate) fn each_addr<T>(
-    addr: impl ToSocketAddrs,
-    mut f: impl FnMut(SocketAddr) -> io::Result<T>,
-) -> io::Result<T> {
-    let mut last = None;
-    for a in addr.to_socket_addrs()? {
-        match f(a) {
-            Ok(v) => return Ok(v),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "could not resolve to any addresses",
-        )
-    }))
-}
 
 /// How a non-blocking connect stands once its socket is writable, from the
 /// socket's pending error and, asked only without one, its peer address:

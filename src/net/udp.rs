@@ -1,10 +1,10 @@
 //! `UdpSocket`: datagrams with blocking-style calls.
 
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use super::addr::{each_addr, first_addr, ToSocketAddrs};
 use super::pausing_io::PausingIo;
-use super::tcp_stream::each_addr;
 
 /// A UDP socket whose sends and receives pause only the calling task.
 ///
@@ -79,16 +79,19 @@ impl UdpSocket {
     }
 
     /// Sends `buf` as one datagram to `target` (the first address it
-    /// resolves to, as in std) and returns the bytes sent.
+    /// resolves to, as in std) and returns the bytes sent. A host name is
+    /// looked up on the blocking pool while only this task pauses; a
+    /// program sending many datagrams to one host looks it up once, with
+    /// [`lookup_host`](super::lookup_host), and sends to the address.
     ///
     /// # Errors
     ///
-    /// The system's error, e.g. `EMSGSIZE` for a datagram too large;
+    /// The name lookup's error; [`io::ErrorKind::InvalidInput`] when the
+    /// name resolves to no address; the system's error, e.g. `EMSGSIZE` for
+    /// a datagram too large;
     /// [`io::ErrorKind::TimedOut`] after the write timeout.
     pub fn send_to(&self, buf: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
-        let target = target.to_socket_addrs()?.next().ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "no addresses to send data to")
-        })?;
+        let target = first_addr(target)?;
         self.inner.do_write(|s| s.send_to(buf, target))
     }
 
@@ -115,7 +118,7 @@ impl UdpSocket {
     /// Sets the default peer: [`send`](Self::send) goes there and
     /// [`recv`](Self::recv) accepts datagrams from there only. Tries each
     /// address `addr` resolves to until one works. Nothing is sent: UDP has
-    /// no handshake, and it never pauses.
+    /// no handshake, so it pauses only to look up a host name.
     ///
     /// # Errors
     ///
