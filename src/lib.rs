@@ -40,7 +40,9 @@
 //!    ([`spawn_blocking`]), `handoff` and `runtime` ([`Runtime`],
 //!    thread-per-core: one scheduler per worker thread; tasks never move
 //!    between threads), `bridge` ([`block_on`]: a `Future` awaited from a
-//!    task, its waker unparking the task).
+//!    task, its waker unparking the task), [`process`] (child processes
+//!    waited for by pausing the task; it builds on `net`'s pausing I/O and
+//!    the blocking pool).
 //! 5. This root: the everyday calls; [`raw`], the protocol for building
 //!    your own primitives; [`diag`], tuning and diagnostics.
 //!
@@ -92,6 +94,7 @@ mod gather;
 mod handoff;
 pub mod net;
 mod park;
+pub mod process;
 mod runtime;
 mod scope;
 mod spawn;

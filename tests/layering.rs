@@ -36,6 +36,8 @@ const RANKS: &[(&str, u32)] = &[
     ("sync", 7),
     ("blocking", 8),
     ("runtime", 8),
+    // Child processes: pipes on `net`'s pausing I/O, waits on the pool.
+    ("process", 9),
     // 5. The public faces.
     ("raw", 9),
     ("diag", 9),

@@ -185,7 +185,7 @@ macro_rules! socket_traits {
     };
 }
 
-mod pausing_io;
+pub(crate) mod pausing_io;
 mod reuseport;
 mod tcp_listener;
 mod tcp_stream;
