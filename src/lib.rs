@@ -190,4 +190,6 @@ mod book {
     struct Trace;
     #[doc = include_str!("../docs/src/appendix-articles.md")]
     struct AppendixArticles;
+    #[doc = include_str!("../docs/src/section-process.md")]
+    struct SectionProcess;
 }
