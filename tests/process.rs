@@ -154,7 +154,7 @@ fn a_ticking_task_keeps_ticking_while_a_child_is_waited_for() {
             assert!(status.success());
             assert!(waited >= Duration::from_millis(300), "{waited:?}");
             // About 15 ticks; a blocked thread would give none.
-            assert!(ticks.get() >= 5, "only {} ticks in {waited:?}", ticks.get());
+            assert!(ticks.get() >= 3, "only {} ticks in {waited:?}", ticks.get());
             ticker.cancel();
         });
     });

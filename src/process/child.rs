@@ -167,15 +167,18 @@ impl Child {
     /// yieldloop::run(|| -> std::io::Result<()> {
     ///     let start = Instant::now();
     ///     let ticker = yieldloop::spawn(|| {
-    ///         for _ in 0..5 {
+    ///         let mut ticks = 0;
+    ///         while ticks < 5 {
     ///             yieldloop::sleep(Duration::from_millis(10));
+    ///             ticks += 1;
     ///         }
+    ///         ticks
     ///     });
     ///     // The ticker keeps ticking while this task waits.
     ///     let status = Command::new("sleep").arg("0.1").spawn()?.wait()?;
     ///     assert!(status.success());
-    ///     assert!(ticker.is_finished());
     ///     assert!(start.elapsed() >= Duration::from_millis(100));
+    ///     assert_eq!(ticker.join().unwrap(), 5);
     ///     Ok(())
     /// })
     /// .unwrap();
