@@ -511,3 +511,25 @@ fn children_on_runtime_workers() {
         rt.shutdown();
     });
 }
+
+/// With `SIGCHLD` ignored the kernel reaps children itself; a wait then
+/// ends in an error that says so instead of hanging. (In a process of its
+/// own: the setting is process-wide.)
+#[test]
+fn children_taken_by_an_ignored_sigchld_give_a_clear_error() {
+    util::in_child_process(
+        "children_taken_by_an_ignored_sigchld_give_a_clear_error",
+        || {
+            // SAFETY: setting a signal's disposition to SIG_IGN installs no
+            // handler code; this process runs only this test.
+            unsafe { libc::signal(libc::SIGCHLD, libc::SIG_IGN) };
+            within(|| {
+                yieldloop::run(|| {
+                    let mut child = Command::new("sleep").arg("0.1").spawn().unwrap();
+                    let err = child.wait().unwrap_err();
+                    assert!(err.to_string().contains("reaped elsewhere"), "{err}");
+                });
+            });
+        },
+    );
+}
