@@ -41,7 +41,9 @@
 //!    [`signal`] (Unix signals a task waits for), `handoff` and `runtime` ([`Runtime`],
 //!    thread-per-core: one scheduler per worker thread; tasks never move
 //!    between threads), `bridge` ([`block_on`]: a `Future` awaited from a
-//!    task, its waker unparking the task).
+//!    task, its waker unparking the task), [`process`] (child processes
+//!    waited for by pausing the task; it builds on `net`'s pausing I/O and
+//!    the blocking pool).
 //! 5. This root: the everyday calls; [`raw`], the protocol for building
 //!    your own primitives; [`diag`], tuning and diagnostics.
 //!
@@ -93,6 +95,7 @@ mod gather;
 mod handoff;
 pub mod net;
 mod park;
+pub mod process;
 mod runtime;
 mod scope;
 pub mod signal;
@@ -191,4 +194,6 @@ mod book {
     struct Trace;
     #[doc = include_str!("../docs/src/appendix-articles.md")]
     struct AppendixArticles;
+    #[doc = include_str!("../docs/src/section-process.md")]
+    struct SectionProcess;
 }

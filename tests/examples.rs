@@ -303,6 +303,7 @@ fn examples_reject_unknown_arguments() {
         "walkthrough_08_capstone",
         "fan_out",
         "resolve_stall",
+        "subprocess",
     ] {
         let out = example::run(name, &["--no-such-option"]);
         assert_eq!(out.status.code(), Some(2), "{name}: {out}");
@@ -356,4 +357,47 @@ fn resolve_stall_shows_the_lookup_off_the_loop() {
     assert!(gap(lines[2], "inline") >= 300.0, "{out}");
     // Loose: a busy machine delays ticks, but not by a whole lookup.
     assert!(gap(lines[3], "pool") < 200.0, "{out}");
+}
+
+/// `subprocess`: three shell jobs streamed by their own tasks overlap (each
+/// job's steps in order, all done in about the longest job's time), a job
+/// over its timeout is killed, and `output` collects both streams.
+#[test]
+fn subprocess_streams_three_jobs_at_once() {
+    let out = example::run("subprocess", &["--scale", "0.2"]);
+    out.assert_success();
+    let lines = out.lines();
+    for (job, steps) in [("build", 3), ("test", 2), ("lint", 4)] {
+        let prefix = format!("[{job}] ");
+        let own: Vec<&str> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .collect();
+        assert_eq!(own.len(), steps + 1, "{job}: {out}");
+        for (i, line) in own[..steps].iter().enumerate() {
+            assert!(line.ends_with(&format!("s step {}", i + 1)), "{job}: {out}");
+        }
+        assert_eq!(own[steps], "exited with 0", "{job}: {out}");
+    }
+    let total = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("3 jobs finished in "))
+        .map(seconds)
+        .unwrap_or_else(|| panic!("no total: {out}"));
+    // The longest job sleeps 1.05 units (sleeps never end early); the
+    // upper bound only catches a run that is wildly off (in a row the jobs
+    // would take 2.45 units).
+    assert!(total >= 1.05, "{out}");
+    assert!(total < 2.45 * 5.0, "{out}");
+    let slow = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("slow job: killed after "))
+        .map(seconds)
+        .unwrap_or_else(|| panic!("the slow job was not killed: {out}"));
+    assert!((0.5..30.0).contains(&slow), "{out}");
+    assert_eq!(
+        out.last_line(),
+        r#"collected: exit Some(3), stdout "to stdout\n", stderr "to stderr\n""#,
+        "{out}"
+    );
 }

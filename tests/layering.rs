@@ -38,10 +38,12 @@ const RANKS: &[(&str, u32)] = &[
     ("sync", 7),
     ("blocking", 8),
     ("runtime", 8),
+    // Child processes: pipes on `net`'s pausing I/O, waits on the pool.
+    ("process", 10),
     // 5. The public faces.
-    ("raw", 10),
-    ("diag", 10),
-    ("lib", 11),
+    ("raw", 11),
+    ("diag", 11),
+    ("lib", 12),
 ];
 
 fn rank(module: &str) -> Option<u32> {

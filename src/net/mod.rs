@@ -237,7 +237,7 @@ macro_rules! socket_traits {
 }
 
 mod addr;
-mod pausing_io;
+pub(crate) mod pausing_io;
 mod resolve;
 mod reuseport;
 mod tcp_listener;
