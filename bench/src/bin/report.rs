@@ -810,9 +810,11 @@ fn handover_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
             } else if c.tried {
                 "—".into()
             } else if *rt == "go" && m("go").starts_with("missing") {
+                let why = m("go");
+                let why = why.trim_start_matches("missing").trim();
                 format!(
                     "not measured [{}]",
-                    note(format!("go: {NOT_MEASURED_GO} {}", m("go")))
+                    note(format!("go: {NOT_MEASURED_GO} {why}"))
                 )
             } else {
                 "not run".into()
@@ -1013,9 +1015,13 @@ const NOT_MEASURED_GO: &str = "not measured: go missing";
 /// `missing (reason)`, or absent for results from before Go was added.
 fn go_missing(meta: &BTreeMap<String, String>) -> Option<String> {
     match meta.get("go") {
-        Some(v) if v.starts_with("missing") => Some(v.clone()),
-        Some(_) => None,
-        None => Some("(no Go in this run)".into()),
+        Some(v) => v.strip_prefix("missing").map(|why| {
+            why.trim()
+                .trim_start_matches('(')
+                .trim_end_matches(')')
+                .to_string()
+        }),
+        None => Some("the results have no Go line".into()),
     }
 }
 
@@ -1103,6 +1109,48 @@ fn per_task_at_each_n(w: &mut String, recs: &[Rec], rts: &[&str], go_missing: bo
         let _ = writeln!(w);
     }
     let _ = writeln!(w);
+}
+
+/// Cells where some tasks finished before the last one was started (the
+/// `early=` field, which only Go reports: its scheduler preempts the
+/// spawning goroutine), so the peak memory there is not that of N tasks at
+/// once.
+fn early_finish_notes(w: &mut String, recs: &[Rec], rts: &[&str]) {
+    let mut notes = Vec::new();
+    for &rt in rts {
+        for n in NS {
+            let early = stat(
+                recs.iter()
+                    .filter(|r| r.ok() && r.s("runtime") == rt && r.s("n") == n.to_string())
+                    .filter(|r| r.fields.contains_key("early"))
+                    .map(|r| r.f("early"))
+                    .collect(),
+            );
+            if let Some(e) = early.filter(|e| e.max > 0.0) {
+                notes.push(format!(
+                    "{rt} at N = {}: {} of the tasks (median; {}–{}) had already finished",
+                    thousands(n),
+                    thousands(e.med as u64),
+                    thousands(e.min as u64),
+                    thousands(e.max as u64),
+                ));
+            }
+        }
+    }
+    if notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        w,
+        "**Not all N at once.** Go preempts the spawning goroutine (about every 10 ms) \
+         and runs the new goroutines in between, so where spawning takes longer than \
+         the one-second sleep, the first goroutines finish, and their stacks are \
+         reused, before the last ones are started: {}. There the peak memory is that of \
+         fewer than N goroutines at once, and the bytes per task above are too low by \
+         about that share. The other runtimes start no task before the spawning loop \
+         ends.\n",
+        notes.join("; "),
+    );
 }
 
 // ------------------------------------------------------------- markdown
@@ -1291,6 +1339,7 @@ fn markdown(
     }
     let _ = writeln!(w);
     per_task_at_each_n(w, sleepers, &rts, go_missing.is_some());
+    early_finish_notes(w, sleepers, &rts);
     if !footnotes.is_empty() {
         let _ = writeln!(w, "Failures (the last line the process printed):\n");
         for (i, f) in footnotes.iter().enumerate() {
@@ -1355,7 +1404,7 @@ fn markdown(
     }
     let _ = writeln!(w);
     if let Some(why) = &go_missing {
-        let _ = writeln!(w, "go: {NOT_MEASURED_GO} {why}.\n");
+        let _ = writeln!(w, "go: {NOT_MEASURED_GO} ({why}).\n");
     }
     let _ = writeln!(
         w,
