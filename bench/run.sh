@@ -4,6 +4,13 @@
 # sleepers, echo servers, thread-per-core scaling), and writes docs/benchmarks.md
 # and docs/img/sleepers.svg from the raw results in bench/results/.
 #
+# Go, the stackful peer, is built from bench/go (standard library only) with
+# `go build` when the go tool is installed (`apt-get install golang-go`) and
+# runs the sleepers, echo and hand-over workloads with GOMAXPROCS=1; without
+# go it is skipped and the report says so. The "stackful floor"
+# (bench/src/bin/sleepers_floor.rs, bare coroutines on guarded stacks, no
+# runtime) runs the sleepers workload beside the others.
+#
 #   bench/run.sh
 #
 # Knobs (environment variables, defaults in brackets):
@@ -76,6 +83,35 @@ if ! (cd "$ROOT" && cargo build --release --quiet --example echo_server --exampl
     echo "run.sh: build of the echo_server and echo_load examples failed" >&2
     exit 1
 fi
+
+# ---------------------------------------------------------------- go and the floor
+# Go is optional: without the go tool (or if its build fails) GO_VERSION says
+# why, the Go cells are skipped, and the report marks them "not measured".
+GO_BIN=$BENCH/target/go/gobench
+GO_RUNS=""
+if ! command -v go >/dev/null; then
+    GO_VERSION="missing (go not found)"
+    log "note: go not found, so Go is not measured (apt-get install golang-go)"
+elif (cd "$BENCH/go" && GOPROXY=off GOFLAGS= go build -o "$GO_BIN" .); then
+    GO_VERSION=$(go version | sed 's/^go version //')
+    GO_RUNS=go
+else
+    GO_VERSION="missing (go build in bench/go failed)"
+    log "note: go build in bench/go failed, so Go is not measured"
+fi
+
+# The command line of runtime $1's program for stage $2 (sleepers, handover
+# or echo), into the array CMD; the stage's own arguments follow it.
+bench_cmd() {
+    case $2/$1 in
+        sleepers/asyncio) CMD=("$PY" "$BENCH/py/sleepers.py") ;;
+        sleepers/floor) CMD=("$BIN/sleepers_floor") ;;
+        */go) CMD=(env GOMAXPROCS=1 "$GO_BIN" "$2") ;;
+        sleepers/*) CMD=("$BIN/sleepers" --runtime "$1") ;;
+        handover/*) CMD=("$BIN/handover" --runtime "$1") ;;
+        echo/*) CMD=("$BIN/echo_$1") ;;
+    esac
+}
 BUILD_S=$(elapsed)
 
 mkdir -p "$RES" "$ROOT/docs/img"
@@ -141,6 +177,7 @@ fi
     echo "scale_reps=$SCALE_REPS"
     echo "scale_secs=$SCALE_SECS"
     echo "build_s=$BUILD_S"
+    echo "go=$GO_VERSION"
 } >"$RES/meta.txt"
 
 cat >"$RES/commands.txt" <<EOF
@@ -168,6 +205,19 @@ ${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/loadgen --addr 127.0.0.1:PORT --
 target/release/examples/echo_server --addr 127.0.0.1:PORT --workers {1|2} --quiet &   # PORT below the ephemeral range
 timeout ${SCALE_TIMEOUT} target/release/examples/echo_load --addr 127.0.0.1:PORT --connections 64 --size 64 --duration ${SCALE_SECS} --threads {1|2} --server-pid SERVER_PID
 EOF
+cat >>"$RES/commands.txt" <<EOF
+# the stackful floor of the sleepers workload (no runtime), like sleepers
+timeout ${CELL_TIMEOUT} bench/target/release/sleepers_floor --n N
+EOF
+if [ -n "$GO_RUNS" ]; then
+    cat >>"$RES/commands.txt" <<EOF
+# Go ($GO_VERSION): one binary, built in bench/go; GOMAXPROCS=1 throughout
+(cd bench/go && GOPROXY=off go build -o ../target/go/gobench .)
+timeout ${HANDOVER_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench handover --bench {pingpong|bounded|mutex|yield|spawn|scope|blockon}
+timeout ${CELL_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench sleepers --n N
+${PIN_SERVER:+$PIN_SERVER }env GOMAXPROCS=1 bench/target/go/gobench echo --addr 127.0.0.1:PORT &   # driven by loadgen as above
+EOF
+fi
 
 # ---------------------------------------------------------------- hand-over
 # One measurement; appends a result line (ok=1, or ok=1 na=1 for a benchmark
@@ -176,7 +226,8 @@ handover_cell() {
     local rt=$1 b=$2 rep=$3 out err rc reason line
     out=$RES/cell.out
     err=$RES/cell.err
-    timeout "$HANDOVER_TIMEOUT" "$BIN/handover" --runtime "$rt" --bench "$b" >"$out" 2>"$err"
+    bench_cmd "$rt" handover
+    timeout "$HANDOVER_TIMEOUT" "${CMD[@]}" --bench "$b" >"$out" 2>"$err"
     rc=$?
     line=$(grep -m1 '^handover ' "$out")
     if [ $rc -eq 0 ] && [ -n "$line" ]; then
@@ -202,7 +253,7 @@ skip=" "
 for rep in $(seq 1 "$HANDOVER_REPS"); do
     for b in pingpong bounded mutex yield spawn scope blockon; do
         log "handover $b run $rep/$HANDOVER_REPS"
-        for rt in yieldloop tokio may; do
+        for rt in yieldloop tokio may $GO_RUNS; do
             case $skip in *" $rt/$b "*) continue ;; esac
             handover_cell "$rt" "$b" "$rep" || skip="$skip$rt/$b "
         done
@@ -257,11 +308,8 @@ sleepers_cell() {
     local rt=$1 n=$2 rep=$3 out err rc reason
     out=$RES/cell.out
     err=$RES/cell.err
-    if [ "$rt" = asyncio ]; then
-        timeout "$CELL_TIMEOUT" "$PY" "$BENCH/py/sleepers.py" --n "$n" >"$out" 2>"$err"
-    else
-        timeout "$CELL_TIMEOUT" "$BIN/sleepers" --runtime "$rt" --n "$n" >"$out" 2>"$err"
-    fi
+    bench_cmd "$rt" sleepers
+    timeout "$CELL_TIMEOUT" "${CMD[@]}" --n "$n" >"$out" 2>"$err"
     rc=$?
     if [ $rc -eq 0 ] && grep -q '^sleepers ' "$out"; then
         echo "$(grep -m1 '^sleepers ' "$out") rep=$rep ok=1" >>"$RES/sleepers.txt"
@@ -278,7 +326,7 @@ sleepers_cell() {
     return 1
 }
 
-RUNTIMES="yieldloop tokio may threads"
+RUNTIMES="yieldloop tokio may threads floor $GO_RUNS"
 [ -n "$PY" ] && RUNTIMES="$RUNTIMES asyncio"
 for n in $SLEEPERS_NS; do
     case $n in
@@ -319,8 +367,9 @@ start_server() {
     for tries in 1 2 3 4 5; do
         port=$((port + 1))
         addr=127.0.0.1:$port
+        bench_cmd "$1" echo
         # shellcheck disable=SC2086
-        $PIN_SERVER "$BIN/echo_$1" --addr "$addr" 2>"$RES/server.err" &
+        $PIN_SERVER "${CMD[@]}" --addr "$addr" 2>"$RES/server.err" &
         spid=$!
         sleep 0.2
         if kill -0 "$spid" 2>/dev/null; then
@@ -332,7 +381,7 @@ start_server() {
 }
 
 for rep in $(seq 1 "$ECHO_REPS"); do
-    for server in yieldloop tokio may mio; do
+    for server in yieldloop tokio may mio $GO_RUNS; do
         for conns in 1 64 512; do
             if ! start_server "$server"; then
                 echo "echo server=$server conns=$conns rep=$rep ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/echo.txt"

@@ -27,10 +27,18 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 
 const NS: [u64; 5] = [1, 1_000, 10_000, 100_000, 1_000_000];
-const RUNTIMES: [&str; 5] = ["yieldloop", "tokio", "may", "threads", "asyncio"];
-const SERVERS: [&str; 4] = ["yieldloop", "tokio", "may", "mio"];
+const RUNTIMES: [&str; 7] = [
+    "yieldloop",
+    "floor",
+    "tokio",
+    "may",
+    "go",
+    "threads",
+    "asyncio",
+];
+const SERVERS: [&str; 5] = ["yieldloop", "tokio", "may", "go", "mio"];
 const CONNS: [u64; 3] = [1, 64, 512];
-const HANDOVER_RUNTIMES: [&str; 3] = ["yieldloop", "tokio", "may"];
+const HANDOVER_RUNTIMES: [&str; 4] = ["yieldloop", "tokio", "may", "go"];
 /// (bench key, row title, what one op is).
 const HANDOVER_BENCHES: [(&str, &str, &str); 7] = [
     (
@@ -319,6 +327,8 @@ fn color(rt: &str) -> RGBColor {
         "may" => RGBColor(44, 160, 44),
         "threads" => RGBColor(148, 103, 189),
         "asyncio" => RGBColor(255, 127, 14),
+        "go" => RGBColor(23, 190, 207),
+        "floor" => RGBColor(40, 40, 40),
         _ => RGBColor(90, 90, 90),
     }
 }
@@ -728,7 +738,7 @@ fn handover_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
         "How long each runtime takes to pass control (with a value or a lock) from \
          one task to another, all on one thread: yieldloop's scheduler, tokio \
          `current_thread`, may with `set_workers(1)` and everything spawned from inside \
-         one coroutine. Every measurement is a separate process (`handover --runtime RT \
+         one coroutine, Go with `GOMAXPROCS=1` (see above). Every measurement is a separate process (`handover --runtime RT \
          --bench B`) that runs a warm-up round of a tenth of the ops and then the \
          measured round; {} runs per cell, interleaved. The benchmarks:\n",
         m("handover_reps"),
@@ -738,18 +748,29 @@ fn handover_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
         "- **channel ping-pong**: task A sends `i` on one unbounded channel, task B \
          receives it and sends it back on a second one, A waits for the reply; per \
          one-way hand-over (a round trip is two). yieldloop `sync::local::channel`, tokio \
-         `sync::mpsc::unbounded_channel`, may `sync::mpsc::channel`.\n\
+         `sync::mpsc::unbounded_channel`, may `sync::mpsc::channel`, Go two unbuffered \
+         channels (so a send also waits for the receiver).\n\
          - **bounded channel**: a producer task sends 1,000,000 integers through a \
          channel of capacity 64 to a consumer task; per message. yieldloop \
-         `sync::local::sync_channel(64)`, tokio `sync::mpsc::channel(64)`.\n\
+         `sync::local::sync_channel(64)`, tokio `sync::mpsc::channel(64)`, Go \
+         `make(chan uint64, 64)`.\n\
          - **mutex hand-over**: two tasks each loop: take the lock, yield while \
          holding it (so the other task queues on it), release it, which hands it to the \
          queued task; per hand-over (the yield is included). yieldloop `sync::Mutex`, \
-         tokio `sync::Mutex`, may `sync::Mutex`.\n\
+         tokio `sync::Mutex`, may `sync::Mutex`, Go `sync.Mutex` with \
+         `runtime.Gosched` (which lets the running goroutine take a just-released lock \
+         ahead of the queued one, so not every op there is a hand-over).\n\
          - **yield**: two tasks each call `yield_now` in a loop (yieldloop \
-         `yield_now`, tokio `task::yield_now`, may `coroutine::yield_now`); per yield.\n\
+         `yield_now`, tokio `task::yield_now`, may `coroutine::yield_now`, Go \
+         `runtime.Gosched`); per yield.\n\
          - **spawn + join**: one task spawns a task that returns its argument and joins \
-         it, one after the other; per spawn and join.\n"
+         it, one after the other; per spawn and join. Go: a `go` statement whose \
+         goroutine sends its argument on a channel of its own (capacity 1), and the \
+         receive.\n\
+         - **scope**: a task runs 1,000 tasks that each add their argument to a counter \
+         and waits for them all, over and over; per task. yieldloop `scope` (the tasks \
+         borrow the counter), tokio a `JoinSet`, may `coroutine::scope`, Go 1,000 \
+         `go` statements and a `sync.WaitGroup`.\n"
     );
     let _ = writeln!(w, "### Nanoseconds per op: median (min–max)\n");
     let _ = write!(w, "| benchmark | one op is | ops per run |");
@@ -788,6 +809,13 @@ fn handover_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
                 format!("failed [{}]", note(format!("{rt}, {title}: {reason}")))
             } else if c.tried {
                 "—".into()
+            } else if *rt == "go" && m("go").starts_with("missing") {
+                let why = m("go");
+                let why = why.trim_start_matches("missing").trim();
+                format!(
+                    "not measured [{}]",
+                    note(format!("go: {NOT_MEASURED_GO} {why}"))
+                )
             } else {
                 "not run".into()
             };
@@ -978,6 +1006,153 @@ fn lateness_section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
     let _ = writeln!(w, "```\n");
 }
 
+// ------------------------------------------------------------- Go and the stackful floor
+
+/// What a cell says for Go when the go tool was missing (or its build failed).
+const NOT_MEASURED_GO: &str = "not measured: go missing";
+
+/// Why Go was not measured, if it was not: the `go=` line of meta.txt is
+/// `missing (reason)`, or absent for results from before Go was added.
+fn go_missing(meta: &BTreeMap<String, String>) -> Option<String> {
+    match meta.get("go") {
+        Some(v) => v.strip_prefix("missing").map(|why| {
+            why.trim()
+                .trim_start_matches('(')
+                .trim_end_matches(')')
+                .to_string()
+        }),
+        None => Some("the results have no Go line".into()),
+    }
+}
+
+/// The echo servers to show: Go only when it was measured.
+fn echo_servers(go_missing: bool) -> Vec<&'static str> {
+    SERVERS
+        .iter()
+        .copied()
+        .filter(|s| !(go_missing && *s == "go"))
+        .collect()
+}
+
+/// How Go was run, and what the stackful floor is.
+fn go_and_floor_section(w: &mut String, meta: &BTreeMap<String, String>) {
+    let _ = writeln!(w, "## Go and the stackful floor\n");
+    match go_missing(meta) {
+        None => {
+            let _ = writeln!(
+                w,
+                "**Go** ({}) is the stackful peer: goroutines are small growable stacks \
+                 scheduled by Go's runtime. `bench/go/` holds one program, standard library \
+                 only, built with `go build` and run with `GOMAXPROCS=1` (one P, for parity \
+                 with the one scheduler thread of the others; the Go runtime still keeps \
+                 threads of its own for timers, the garbage collector and blocking system \
+                 calls, and their CPU time is counted). It does the same workloads with the \
+                 same output: the sleepers (`time.Sleep`, joined with a `sync.WaitGroup`, the \
+                 numbers in a slice), the echo server (a goroutine per connection, driven by \
+                 the same `loadgen`) and the hand-over benchmarks (channels, `sync.Mutex`, \
+                 `runtime.Gosched`, `go` statements).\n",
+                meta.get("go").map_or("?", String::as_str),
+            );
+        }
+        Some(why) => {
+            let _ = writeln!(
+                w,
+                "**Go**, the stackful peer, was not measured in this run: {why}. \
+                 `bench/run.sh` builds `bench/go/` with `go build` when the go tool is \
+                 installed (`apt-get install golang-go`) and runs it with `GOMAXPROCS=1`; \
+                 its cells say \"{NOT_MEASURED_GO}\".\n"
+            );
+        }
+    }
+    let _ = writeln!(
+        w,
+        "**floor** (`bench/src/bin/sleepers_floor.rs`, sleepers only) is the least any \
+         design that gives each task a stack of its own pays on this machine: no runtime, \
+         just `corosensei` coroutines in a slab, a binary heap of deadlines and a loop \
+         that sleeps with `thread::sleep` until the earliest one. Each coroutine has a \
+         guarded stack of yieldloop's default size (256 KiB) from a pool carved like \
+         yieldloop's (16 MiB `MAP_NORESERVE` chunks, a guard page below each stack, \
+         stacks reused), sleeps by yielding its deadline to the loop, then returns its \
+         number. What it costs is mostly the stack: the first touch of its top page (the \
+         coroutine's first frame) is a page fault, at least 4 KiB resident per task. The \
+         distance from yieldloop to the floor is what yieldloop's runtime adds.\n"
+    );
+}
+
+/// (VmHWM(N) − VmHWM(1)) / N at every N, from the medians.
+fn per_task_at_each_n(w: &mut String, recs: &[Rec], rts: &[&str], go_missing: bool) {
+    let _ = writeln!(w, "### Resident memory per task at each N (bytes)\n");
+    let _ = writeln!(
+        w,
+        "(VmHWM at N − VmHWM at N = 1) / N, from the medians; the fixed cost of each \
+         runtime weighs on the small N.\n"
+    );
+    let _ = write!(w, "| runtime |");
+    for n in &NS[1..] {
+        let _ = write!(w, " N = {} |", thousands(*n));
+    }
+    let _ = writeln!(w, "\n|---|{}", "---:|".repeat(NS.len() - 1));
+    for &rt in rts {
+        let base = sleeper_cell(recs, rt, 1).hwm_mib;
+        let _ = write!(w, "| {rt} |");
+        for &n in &NS[1..] {
+            let c = sleeper_cell(recs, rt, n);
+            let text = match (base, c.hwm_mib) {
+                (Some(b), Some(t)) => num((t.med - b.med) * 1024.0 * 1024.0 / n as f64),
+                _ if rt == "go" && go_missing => NOT_MEASURED_GO.into(),
+                _ if c.failure.is_some() => "failed".into(),
+                _ if c.tried => "—".into(),
+                _ => "not run".into(),
+            };
+            let _ = write!(w, " {text} |");
+        }
+        let _ = writeln!(w);
+    }
+    let _ = writeln!(w);
+}
+
+/// Cells where some tasks finished before the last one was started (the
+/// `early=` field, which only Go reports: its scheduler preempts the
+/// spawning goroutine), so the peak memory there is not that of N tasks at
+/// once.
+fn early_finish_notes(w: &mut String, recs: &[Rec], rts: &[&str]) {
+    let mut notes = Vec::new();
+    for &rt in rts {
+        for n in NS {
+            let early = stat(
+                recs.iter()
+                    .filter(|r| r.ok() && r.s("runtime") == rt && r.s("n") == n.to_string())
+                    .filter(|r| r.fields.contains_key("early"))
+                    .map(|r| r.f("early"))
+                    .collect(),
+            );
+            if let Some(e) = early.filter(|e| e.max > 0.0) {
+                notes.push(format!(
+                    "{rt} at N = {}: {} of the tasks (median; {}–{}) had already finished",
+                    thousands(n),
+                    thousands(e.med as u64),
+                    thousands(e.min as u64),
+                    thousands(e.max as u64),
+                ));
+            }
+        }
+    }
+    if notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        w,
+        "**Not all N at once.** Go preempts the spawning goroutine (about every 10 ms) \
+         and runs the new goroutines in between, so where spawning takes longer than \
+         the one-second sleep, the first goroutines finish, and their stacks are \
+         reused, before the last ones are started: {}. There the peak memory is that of \
+         fewer than N goroutines at once, and the bytes per task above are too low by \
+         about that share. The other runtimes start no task before the spawning loop \
+         ends.\n",
+        notes.join("; "),
+    );
+}
+
 // ------------------------------------------------------------- markdown
 
 fn markdown(
@@ -1015,6 +1190,7 @@ fn markdown(
         ("mem", "Memory"),
         ("rustc", "rustc"),
         ("python", "Python"),
+        ("go", "Go"),
         ("yieldloop", "yieldloop commit"),
         ("versions", "Compared crates"),
         ("max_map_count", "vm.max_map_count"),
@@ -1034,8 +1210,19 @@ fn markdown(
          round trip much less.\n"
     );
 
+    // ---- Go and the stackful floor
+    let go_missing = go_missing(meta);
+    go_and_floor_section(w, meta);
+
     // ---- sleepers
-    let rts = runtimes_present(sleepers);
+    let mut rts = runtimes_present(sleepers);
+    if go_missing.is_some() && !rts.contains(&"go") {
+        rts = RUNTIMES
+            .iter()
+            .copied()
+            .filter(|rt| *rt == "go" || rts.contains(rt))
+            .collect();
+    }
     let _ = writeln!(w, "## Sleepers\n");
     let _ = writeln!(
         w,
@@ -1044,7 +1231,8 @@ fn markdown(
          thread (tokio `current_thread`, may with `set_workers(1)` and everything spawned \
          from inside one coroutine, yieldloop's single scheduler); `threads` is one OS \
          thread per task (only up to N = 10,000); `asyncio` is CPython's event loop with \
-         `asyncio.create_task` + `gather`. Every measurement is a separate process. Runs \
+         `asyncio.create_task` + `gather`; `floor` and `go` are described above. \
+         Every measurement is a separate process. Runs \
          per cell: {} for N ≤ 10,000, {} for 100,000, {} for 1,000,000 ({} for asyncio, \
          the slowest there); a cell that fails once is not repeated.\n",
         m("reps"),
@@ -1083,6 +1271,8 @@ fn markdown(
                     format!("failed [{idx}]")
                 } else if c.tried {
                     "—".into()
+                } else if rt == "go" && go_missing.is_some() {
+                    NOT_MEASURED_GO.into()
                 } else {
                     "not run".into()
                 };
@@ -1143,9 +1333,13 @@ fn markdown(
         if let (Some(b), Some((n, t))) = (base, top) {
             let per = (t.med - b.med) * 1024.0 * 1024.0 / n as f64;
             let _ = writeln!(w, "| {rt} | {} | {} |", thousands(n), num(per));
+        } else if rt == "go" && go_missing.is_some() {
+            let _ = writeln!(w, "| go | {NOT_MEASURED_GO} | |");
         }
     }
     let _ = writeln!(w);
+    per_task_at_each_n(w, sleepers, &rts, go_missing.is_some());
+    early_finish_notes(w, sleepers, &rts);
     if !footnotes.is_empty() {
         let _ = writeln!(w, "Failures (the last line the process printed):\n");
         for (i, f) in footnotes.iter().enumerate() {
@@ -1175,7 +1369,8 @@ fn markdown(
          task per connection, a 4 KiB read buffer, `TCP_NODELAY`. The client \
          (`loadgen`, one thread on raw mio) keeps C connections in a closed loop: each \
          sends a 64-byte message and waits for the whole echo before sending the next. \
-         Server pinned with `{}`, client with `{}`. A fresh server is started for every \
+         Go runs a goroutine per connection with `GOMAXPROCS=1` (see above). Server \
+         pinned with `{}`, client with `{}`. A fresh server is started for every \
          run; {} runs per cell, {} s measured after {} s of warm-up.\n",
         m("pin_server"),
         m("pin_client"),
@@ -1196,8 +1391,9 @@ fn markdown(
     let _ = writeln!(w, "### Server CPU per round trip (ns): median (min–max)\n");
     conns_header(w);
     let _ = writeln!(w, " p99 at 1 conn (µs) |\n|---|---:|---:|---:|---:|");
+    let servers = echo_servers(go_missing.is_some());
     let mut echo_failures = Vec::new();
-    for s in SERVERS {
+    for &s in &servers {
         let _ = write!(w, "| {s} |");
         for c in CONNS {
             let e = echo_cell(echo, s, c, clk_tck);
@@ -1207,6 +1403,9 @@ fn markdown(
         let _ = writeln!(w, " {} |", cell(echo_cell(echo, s, 1, clk_tck).p99));
     }
     let _ = writeln!(w);
+    if let Some(why) = &go_missing {
+        let _ = writeln!(w, "go: {NOT_MEASURED_GO} ({why}).\n");
+    }
     let _ = writeln!(
         w,
         "**Why the 1-connection column is several times the others.** With one \
@@ -1233,7 +1432,7 @@ fn markdown(
     );
     conns_header(w);
     let _ = writeln!(w, "\n|---|---:|---:|---:|");
-    for s in SERVERS {
+    for &s in &servers {
         let _ = write!(w, "| {s} |");
         for c in CONNS {
             let mine = echo_cell(echo, s, c, clk_tck).user_ns;
@@ -1253,7 +1452,7 @@ fn markdown(
         "| server | conns | round trips/s | CPU ns/round trip | user share of CPU (%) | p50 (µs) | p99 (µs) | p99.9 (µs) | client errors |"
     );
     let _ = writeln!(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for s in SERVERS {
+    for &s in &servers {
         for c in CONNS {
             let e = echo_cell(echo, s, c, clk_tck);
             let _ = writeln!(

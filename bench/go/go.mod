@@ -1,0 +1,3 @@
+module yieldloop-bench/go
+
+go 1.19
