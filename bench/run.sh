@@ -195,8 +195,9 @@ timeout ${LATENESS_TIMEOUT} chrt -f 50 bench/target/release/lateness --runtime {
 # sleepers: one process per measurement, killed after ${CELL_TIMEOUT} s
 timeout ${CELL_TIMEOUT} bench/target/release/sleepers --runtime {yieldloop|tokio|may|threads} --n N
 timeout ${CELL_TIMEOUT} python3 bench/py/sleepers.py --n N
-# echo: a fresh server per run; CPU = utime+stime from /proc/SERVER_PID/stat
-# (fields 14 and 15), read before the client starts and 0.2 s after it exits
+# echo: a fresh server per run; CPU = the sum of /proc/SERVER_PID/task/*/schedstat
+# (first field, ns) and utime/stime from /proc/SERVER_PID/stat (fields 14 and
+# 15, for the user share), read before the client starts and 0.2 s after it exits
 ${PIN_SERVER:+$PIN_SERVER }bench/target/release/echo_{yieldloop|tokio|may|mio} --addr 127.0.0.1:PORT &   # PORT below the ephemeral range
 ${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/loadgen --addr 127.0.0.1:PORT --conns {1|64|512} --size 64 --duration ${ECHO_SECS} --warmup ${ECHO_WARMUP}
 # thread-per-core scaling: yieldloop's own examples, nothing pinned, a fresh
@@ -352,6 +353,13 @@ done
 rm -f "$RES/cell.out" "$RES/cell.err"
 
 # ---------------------------------------------------------------- echo
+oncpu_ns() { # nanoseconds every thread of a process has run, from schedstat
+    local f a total=0
+    for f in /proc/"$1"/task/*/schedstat; do
+        read -r a _ <"$f" 2>/dev/null && total=$((total + a))
+    done
+    echo "$total"
+}
 stat_ticks() { # user and system ticks of a process
     sed 's/.*) //' "/proc/$1/stat" | awk '{print $12, $13}'
 }
@@ -389,16 +397,18 @@ for rep in $(seq 1 "$ECHO_REPS"); do
             fi
             log "echo $server conns=$conns run $rep/$ECHO_REPS ($addr)"
             read -r u0 s0 < <(stat_ticks "$spid")
+            c0=$(oncpu_ns "$spid")
             # shellcheck disable=SC2086
             out=$($PIN_CLIENT "$BIN/loadgen" --addr "$addr" --conns "$conns" --size 64 \
                 --duration "$ECHO_SECS" --warmup "$ECHO_WARMUP" 2>"$RES/client.err")
             rc=$?
             sleep 0.2
             read -r u1 s1 < <(stat_ticks "$spid")
+            c1=$(oncpu_ns "$spid")
             kill "$spid" 2>/dev/null
             wait "$spid" 2>/dev/null
             if [ $rc -eq 0 ] && [ -n "$out" ]; then
-                echo "echo server=$server rep=$rep utime=$((u1 - u0)) stime=$((s1 - s0)) ${out#loadgen } ok=1" >>"$RES/echo.txt"
+                echo "echo server=$server rep=$rep utime=$((u1 - u0)) stime=$((s1 - s0)) oncpu_ns=$((c1 - c0)) ${out#loadgen } ok=1" >>"$RES/echo.txt"
             else
                 echo "echo server=$server conns=$conns rep=$rep ok=0 reason=loadgen exit $rc: $(tail -n1 "$RES/client.err")" >>"$RES/echo.txt"
             fi
@@ -406,6 +416,39 @@ for rep in $(seq 1 "$ECHO_REPS"); do
     done
 done
 rm -f "$RES/server.err" "$RES/client.err"
+
+# ---------------------------------------------------------------- syscalls
+# System calls per round trip at 1 connection, where every round trip is a
+# sleep and a wake-up of the server: one run per server under `strace -f -c`
+# (which slows the server, so only the counts are kept, not the times).
+rm -f "$RES/syscalls.txt"
+if command -v strace >/dev/null; then
+    for server in yieldloop tokio may mio $GO_RUNS; do
+        bench_cmd "$server" echo
+        port=$((port + 1))
+        addr=127.0.0.1:$port
+        strace -f -c -o "$RES/strace.out" "${CMD[@]}" --addr "$addr" 2>/dev/null &
+        tpid=$!
+        sleep 0.5
+        log "syscalls $server ($addr)"
+        out=$("$BIN/loadgen" --addr "$addr" --conns 1 --size 64 --duration 2 --warmup 0.2 2>/dev/null)
+        # Stop the server, not strace, so strace writes its summary.
+        pkill -INT -P "$tpid" 2>/dev/null
+        sleep 0.3
+        pkill -KILL -P "$tpid" 2>/dev/null
+        wait "$tpid" 2>/dev/null
+        rt=$(echo "$out" | sed -n 's/.* rt_total=\([0-9]*\).*/\1/p')
+        if [ -n "$rt" ] && [ -s "$RES/strace.out" ]; then
+            calls=$(awk '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { printf " %s=%s", $NF, $4 }' "$RES/strace.out")
+            echo "syscalls server=$server rt_total=$rt$calls ok=1" >>"$RES/syscalls.txt"
+        else
+            echo "syscalls server=$server ok=0" >>"$RES/syscalls.txt"
+        fi
+    done
+    rm -f "$RES/strace.out"
+else
+    echo "strace missing: the system-call table is left out"
+fi
 
 # ---------------------------------------------------------------- scaling
 # yieldloop's own echo server with one or two workers (one scheduler per

@@ -9,7 +9,7 @@
 //!
 //! - `sleepers.txt`: `sleepers runtime=.. n=.. wall_s=.. spawn_s=.. hwm_kb=.. maps=.. rep=.. ok=1`,
 //!   or `... ok=0 status=.. reason=free text to the end of the line`.
-//! - `echo.txt`: `echo server=.. rep=.. utime=.. stime=.. conns=.. size=.. secs=.. rt_total=.. rt=.. rps=.. p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=.. ok=1`.
+//! - `echo.txt`: `echo server=.. rep=.. utime=.. stime=.. oncpu_ns=.. conns=.. size=.. secs=.. rt_total=.. rt=.. rps=.. p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=.. ok=1`.
 //! - `handover.txt`: `handover rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
 //!   `handover rep=.. ok=1 runtime=.. bench=.. na=1 reason=..` for a benchmark a
 //!   runtime cannot do, or `handover runtime=.. bench=.. rep=.. ok=0 status=.. reason=..`.
@@ -243,6 +243,7 @@ fn main() {
         scaling: read_recs(&a.results.join("scaling.txt")),
         handover: read_recs(&a.results.join("handover.txt")),
         lateness: read_recs(&a.results.join("lateness.txt")),
+        syscalls: read_recs(&a.results.join("syscalls.txt")),
     };
     let meta = read_meta(&a.results.join("meta.txt"));
     let commands = std::fs::read_to_string(a.results.join("commands.txt")).unwrap_or_default();
@@ -266,6 +267,7 @@ struct Results {
     scaling: Vec<Rec>,
     handover: Vec<Rec>,
     lateness: Vec<Rec>,
+    syscalls: Vec<Rec>,
 }
 
 /// `target` relative to `dir` when it lies below it (for the image link).
@@ -517,7 +519,16 @@ fn echo_cell(recs: &[Rec], server: &str, conns: u64, clk_tck: f64) -> EchoCell {
     // Nanoseconds per round trip of a CPU time given in clock ticks.
     let per_rt = |r: &Rec, ticks: f64| ticks / clk_tck * 1e9 / r.f("rt_total").max(1.0);
     EchoCell {
-        cpu_ns: col(&|r| per_rt(r, r.f("utime") + r.f("stime"))),
+        // The scheduler's own nanosecond count where the run recorded it;
+        // ticks (1/100 s) are too coarse for a partly idle server.
+        cpu_ns: col(&|r| {
+            let ns = r.f("oncpu_ns");
+            if ns.is_finite() && ns > 0.0 {
+                ns / r.f("rt_total").max(1.0)
+            } else {
+                per_rt(r, r.f("utime") + r.f("stime"))
+            }
+        }),
         user_ns: col(&|r| per_rt(r, r.f("utime"))),
         user_pct: col(&|r| {
             let t = r.f("utime") + r.f("stime");
@@ -1034,6 +1045,64 @@ fn echo_servers(go_missing: bool) -> Vec<&'static str> {
         .collect()
 }
 
+/// System calls per round trip at 1 connection, one `strace -c` run per
+/// server; left out when the run had no strace.
+fn syscalls_table(w: &mut String, recs: &[Rec], servers: &[&str]) {
+    if recs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        w,
+        "### System calls per round trip at 1 connection\n\n\
+         One run per server under `strace -f -c` (every thread), 2 s at 1 connection: \
+         each round trip is a sleep in the kernel and a wake-up. Calls made fewer \
+         than once per 100 round trips are summed under *other*.\n"
+    );
+    let named = ["epoll_wait", "recvfrom", "read", "sendto", "write", "futex"];
+    let _ = write!(w, "| server |");
+    for n in named {
+        let _ = write!(w, " {n} |");
+    }
+    let _ = writeln!(
+        w,
+        " other | total |\n|---|{}---:|---:|",
+        "---:|".repeat(named.len())
+    );
+    for &s in servers {
+        let Some(r) = recs.iter().find(|r| r.s("server") == s && r.ok()) else {
+            continue;
+        };
+        let rt = r.f("rt_total").max(1.0);
+        let mut total = 0.0;
+        let mut other = 0.0;
+        for (k, v) in &r.fields {
+            if matches!(k.as_str(), "server" | "rt_total" | "ok") {
+                continue;
+            }
+            let per = v.parse::<f64>().unwrap_or(0.0) / rt;
+            total += per;
+            if !named.contains(&k.as_str()) {
+                other += per;
+            }
+        }
+        let _ = write!(w, "| {s} |");
+        for n in named {
+            let per = r.f(n) / rt;
+            let _ = write!(
+                w,
+                " {} |",
+                if per.is_finite() {
+                    format!("{per:.2}")
+                } else {
+                    "0".into()
+                }
+            );
+        }
+        let _ = writeln!(w, " {other:.2} | {total:.2} |");
+    }
+    let _ = writeln!(w);
+}
+
 /// How Go was run, and what the stackful floor is.
 fn go_and_floor_section(w: &mut String, meta: &BTreeMap<String, String>) {
     let _ = writeln!(w, "## Go and the stackful floor\n");
@@ -1380,12 +1449,14 @@ fn markdown(
     );
     let _ = writeln!(
         w,
-        "**Server CPU per round trip** is (utime + stime) of the server process, read \
-         from `/proc/PID/stat` before the client starts and 0.2 s after it exits, \
-         divided by every round trip the client completed (warm-up included, so \
-         connection set-up and tear-down are amortised in). The tick is 1/{} s, so \
-         the 1-connection numbers, where the server is partly idle, also carry its \
-         sleep/wake-up cost per message.\n",
+        "**Server CPU per round trip** is the time every thread of the server process \
+         ran, summed from `/proc/PID/task/*/schedstat` (nanoseconds, user and kernel \
+         together) before the client starts and 0.2 s after it exits, divided by \
+         every round trip the client completed (warm-up included, so connection \
+         set-up and tear-down are amortised in). The 1-connection numbers, where the \
+         server is partly idle, also carry its sleep/wake-up cost per message. The \
+         user share and user CPU below come from utime and stime in \
+         `/proc/PID/stat`, whose tick is 1/{} s.\n",
         m("clk_tck"),
     );
     let _ = writeln!(w, "### Server CPU per round trip (ns): median (min–max)\n");
@@ -1446,6 +1517,7 @@ fn markdown(
         let _ = writeln!(w);
     }
     let _ = writeln!(w);
+    syscalls_table(w, &recs.syscalls, &servers);
     let _ = writeln!(w, "### All echo measurements: median (min–max)\n");
     let _ = writeln!(
         w,
