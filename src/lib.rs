@@ -73,6 +73,11 @@ compile_error!(
      panic = \"abort\" from the Cargo profile"
 );
 
+#[cfg(not(unix))]
+compile_error!(
+    "yieldloop supports Unix-like systems (Linux, macOS, FreeBSD); Windows is not supported"
+);
+
 // Layer 1: plain data.
 mod failure;
 mod protocol;
