@@ -24,8 +24,8 @@
 //!    why a task produced no value.
 //! 2. Mechanisms. `timer`: the deadline heap. `reactor`: `mio::Poll`, the
 //!    registered sockets, the accepts it performs, wake-ups from other
-//!    threads, the precise `timerfd`. `stack`: the pool of guarded stacks
-//!    and the report of an overflow. `trace`: the scheduler trace.
+//!    threads, the precise `timerfd` on Linux. `stack`: the pool of guarded
+//!    stacks and the report of an overflow. `trace`: the scheduler trace.
 //!    `slow_task`: the warning about tasks that hold the thread too long.
 //! 3. Tasks and their scheduler. `task`: a task's coroutine and context at
 //!    the top of its stack, and the thread-local of the running task.
@@ -46,6 +46,16 @@
 //!    the blocking pool).
 //! 5. This root: the everyday calls; [`raw`], the protocol for building
 //!    your own primitives; [`diag`], tuning and diagnostics.
+//!
+//! # Platforms
+//!
+//! Linux, macOS and FreeBSD. Linux has fast paths (a `timerfd` for precise
+//! timers, `MADV_GUARD_INSTALL` guard pages, a coarse clock); the other
+//! systems take portable ones (the poll's own timeout, `mprotect`), which
+//! the Cargo feature `portable` selects on Linux too. CPU pinning
+//! ([`RuntimeBuilder::pin`]) is refused on macOS, and `SO_REUSEPORT` does
+//! not spread connections there (see [`net::reuseport_listeners`]).
+//! Windows is not supported.
 //!
 //! # Example
 //!
@@ -74,6 +84,11 @@ compile_error!(
     "yieldloop needs panic = \"unwind\": cancellation, timeouts, the clean-up when `run` \
      returns and the isolation of a task's panic all unwind task stacks; remove \
      panic = \"abort\" from the Cargo profile"
+);
+
+#[cfg(not(unix))]
+compile_error!(
+    "yieldloop supports Unix-like systems (Linux, macOS, FreeBSD); Windows is not supported"
 );
 
 // Layer 1: plain data.

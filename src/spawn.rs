@@ -359,7 +359,8 @@ impl Builder {
     /// # Errors
     ///
     /// An `io::Error` when no stack can be had: out of memory, or out of
-    /// memory mappings (the message names the `vm.max_map_count` sysctl).
+    /// memory mappings (on Linux the message names the `vm.max_map_count`
+    /// sysctl).
     ///
     /// # Panics
     ///

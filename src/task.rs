@@ -322,7 +322,9 @@ fn prefetch_line(addr: usize) {
 
 /// Bytes of stack below and above a task's pause point that
 /// [`prefetch_task`] asks for.
+#[cfg(target_arch = "x86_64")]
 const PREFETCH_BELOW: usize = 256;
+#[cfg(target_arch = "x86_64")]
 const PREFETCH_ABOVE: usize = 512;
 
 /// Records the running task's yielder; called first thing in a task's body.

@@ -13,8 +13,9 @@ pub(crate) use crate::timer::deadline_after;
 /// # Precision
 ///
 /// The task is never woken before the deadline; it may wake later, by the
-/// poll's timer granularity (a millisecond) plus however long the tasks ahead
-/// of it in the run queue take.
+/// timer's granularity (microseconds with Linux's `timerfd` and macOS's and
+/// FreeBSD's `kevent`, up to a millisecond with the `portable` feature on
+/// Linux) plus however long the tasks ahead of it in the run queue take.
 ///
 /// # Panics
 ///

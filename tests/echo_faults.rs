@@ -10,6 +10,12 @@
 //! connections, dozens of client threads) and others measure latencies or
 //! timeouts, which such load would distort. Each test prints what it
 //! measured (`--nocapture` shows it).
+//!
+//! The tests that watch the server's descriptors and memory read them from
+//! `/proc`, and run on Linux only; elsewhere the helpers only they use
+//! stay unused.
+
+#![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
 mod util;
 
@@ -141,11 +147,13 @@ impl Server {
     }
 
     /// How many descriptors the server has open.
+    #[cfg(target_os = "linux")]
     fn fds(&self) -> usize {
         self.fd_numbers().len()
     }
 
     /// The numbers of the descriptors the server has open.
+    #[cfg(target_os = "linux")]
     fn fd_numbers(&self) -> Vec<i32> {
         std::fs::read_dir(format!("/proc/{}/fd", self.pid))
             .expect("listing the server's descriptors")
@@ -159,6 +167,7 @@ impl Server {
     /// a count taken right then can be short. One connection, echoed, shows
     /// it is all set up; the count once that connection is closed again is
     /// the base. (The server counts that connection as accepted.)
+    #[cfg(target_os = "linux")]
     fn base_fds(&self) -> usize {
         let mut probe = connect(self.addr);
         round_trip(&mut probe, b"probe");
@@ -172,6 +181,7 @@ impl Server {
     }
 
     /// The server's resident set size in KiB (`VmRSS`).
+    #[cfg(target_os = "linux")]
     fn rss_kib(&self) -> u64 {
         rss_kib(self.pid).expect("reading the server's VmRSS")
     }
@@ -221,6 +231,7 @@ impl Server {
 }
 
 /// `VmRSS` of process `pid` in KiB, if it still runs.
+#[cfg(target_os = "linux")]
 fn rss_kib(pid: i32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -383,6 +394,7 @@ fn raise_fd_limit() -> libc::rlim_t {
 // ---------------------------------------------------------------------------
 
 /// Resetting, half-closing, trickling and never-reading clients do not slow a well-behaved client, corrupt its echoes or grow the server's memory.
+#[cfg(target_os = "linux")]
 #[test]
 fn misbehaving_clients_do_not_hurt_a_well_behaved_one() {
     let _serial = one_at_a_time();
@@ -604,6 +616,7 @@ fn misbehaving_clients_do_not_hurt_a_well_behaved_one() {
 }
 
 /// Ten thousand idle connections are all held at once, and every descriptor is released once they close.
+#[cfg(target_os = "linux")]
 #[test]
 fn ten_thousand_idle_connections_are_held_and_released() {
     let _serial = one_at_a_time();
@@ -670,6 +683,7 @@ fn ten_thousand_idle_connections_are_held_and_released() {
 }
 
 /// Out of descriptors the server logs failed accepts and keeps going, and serves new clients once descriptors free up.
+#[cfg(target_os = "linux")]
 #[test]
 fn descriptor_exhaustion_is_survived() {
     let _serial = one_at_a_time();

@@ -6,6 +6,16 @@
 //! addresses. Each worker then accepts only on its own socket: no listener
 //! is shared between threads, and no connection ever moves.
 //!
+//! # Platforms
+//!
+//! That spreading is Linux's `SO_REUSEPORT`. FreeBSD's `SO_REUSEPORT` only
+//! lets the sockets share the address; its `SO_REUSEPORT_LB` spreads
+//! connections by a hash as Linux does, and is what these listeners use
+//! there. macOS has only the sharing kind: the listeners all bind, but the
+//! kernel hands every new connection to one of them, so on macOS one
+//! worker accepts them all (hand the connections on yourself, or use one
+//! listener, if that matters).
+//!
 //! The options must be set between `socket` and `bind`, which `std` cannot
 //! do. `socket2` does it without any `unsafe` here (it is the thin socket
 //! layer much of the Rust networking stack uses); doing it with `libc`
@@ -25,7 +35,9 @@ use super::tcp_listener::TcpListener;
 const BACKLOG: i32 = 1024;
 
 /// Binds a listening std socket to `addr` with `SO_REUSEADDR` and
-/// `SO_REUSEPORT`, in non-blocking mode.
+/// `SO_REUSEPORT` (`SO_REUSEPORT_LB` on FreeBSD), in non-blocking mode.
+/// On macOS the sockets share the address but not its connections: see
+/// [`reuseport_listeners`].
 ///
 /// Works on any thread, inside a scheduler or not, so the sockets can be
 /// made up front and handed (they are `Send`) to the workers, which wrap
@@ -38,6 +50,11 @@ const BACKLOG: i32 = 1024;
 pub fn bind_reuseport_std(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
+    // FreeBSD's plain SO_REUSEPORT would give every connection to one of
+    // the sockets; the load-balancing kind spreads them, as on Linux.
+    #[cfg(target_os = "freebsd")]
+    socket.set_reuse_port_lb(true)?;
+    #[cfg(not(target_os = "freebsd"))]
     socket.set_reuse_port(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
@@ -56,6 +73,14 @@ pub fn bind_reuseport_std(addr: SocketAddr) -> io::Result<std::net::TcpListener>
 ///
 /// The system's error for the first socket that fails; the ones made
 /// before it are closed.
+///
+/// # Platforms
+///
+/// On Linux (`SO_REUSEPORT`) and FreeBSD (`SO_REUSEPORT_LB`) the kernel
+/// spreads new connections over the listeners by a hash of their
+/// addresses. macOS's `SO_REUSEPORT` only lets them share the address:
+/// every new connection goes to one of them, so one worker accepts them
+/// all there.
 ///
 /// # Examples
 ///

@@ -4,8 +4,17 @@
 //! source, and it hands back, through [`Wakeups`], the waits an event ends,
 //! performing the `accept` itself for tasks waiting in
 //! [`Op::Accept`](crate::raw::Op::Accept). Wake-ups sent from other threads
-//! ([`RemoteQueue`]) and the precise timer ([`timerfd`]) come in through the
-//! same poll.
+//! ([`RemoteQueue`]) and, on Linux, the precise timer (`timerfd`) come in
+//! through the same poll.
+//!
+//! # Timers on each platform
+//!
+//! On Linux the loop waits for a near deadline with a `timerfd`, accurate to
+//! microseconds, since `epoll_wait` only takes whole milliseconds. Elsewhere
+//! (macOS, FreeBSD, or Linux with the `portable` feature) the poll's own
+//! timeout ends the wait: `kevent` takes nanoseconds, `epoll_wait` rounds up
+//! to the next millisecond. Either way the wait may end later than the
+//! deadline, never earlier (see `portable_timeout`).
 //!
 //! Each socket registers once, when it is created, for both read and write
 //! readiness in edge-triggered mode; the source's slot in the table is its
@@ -28,23 +37,28 @@ use crate::protocol::{IoId, Resume, WaitToken};
 mod accept;
 mod read_events;
 mod remote;
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 mod timerfd;
 
 pub(crate) use read_events::{ReadEvents, ReadMark};
 pub(crate) use remote::RemoteQueue;
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 use timerfd::TimerFd;
 
 /// Deadlines further off than this are waited for with epoll's own
 /// (millisecond) timeout rather than the precise timer.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 const PRECISE_WITHIN: Duration = Duration::from_millis(5);
 /// How much earlier than a far deadline epoll's timeout ends (mio rounds
 /// it up to whole milliseconds, so this keeps the wake-up before it).
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 const EPOLL_TIMEOUT_MARGIN: Duration = Duration::from_millis(2);
 
 /// Serial numbers of registrations, unique in the process.
 static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Token of the precise-timer `timerfd`; slab keys never come near it.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 const TIMER_KEY: usize = usize::MAX - 1;
 /// Token of the cross-thread `mio::Waker`.
 const WAKER_KEY: usize = usize::MAX - 2;
@@ -105,8 +119,10 @@ pub(crate) struct Reactor {
     events: Events,
     sources: Slab<Source>,
     /// The precise timer, when the kernel gave us one.
+    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     timer: Option<TimerFd>,
     /// The deadline the timer is armed for.
+    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     timer_deadline: Option<Instant>,
     /// Wake-ups from other threads; created on first use.
     remote: Option<Arc<RemoteQueue>>,
@@ -118,6 +134,7 @@ impl Reactor {
     pub(crate) fn new() -> io::Result<Reactor> {
         let poll = Poll::new()?;
         // Without a timerfd the loop still works, with millisecond wake-ups.
+        #[cfg(all(target_os = "linux", not(feature = "portable")))]
         let timer = TimerFd::new().ok().and_then(|t| {
             let fd = std::os::fd::AsRawFd::as_raw_fd(&t);
             poll.registry()
@@ -133,7 +150,9 @@ impl Reactor {
             poll,
             events: Events::with_capacity(1024),
             sources: Slab::new(),
+            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             timer,
+            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             timer_deadline: None,
             remote: None,
             remote_scratch: Vec::new(),
@@ -332,16 +351,18 @@ impl Reactor {
     /// Waits for events until `deadline` (`None`: until one arrives), and
     /// appends what became ready to `out`.
     ///
-    /// A deadline in the future arms the `timerfd` for it (unless already
-    /// armed for it or earlier) and polls without a timeout, so the wake-up
-    /// comes within microseconds of the deadline, not at the next whole
-    /// millisecond.
+    /// On Linux, a deadline in the future arms the `timerfd` for it (unless
+    /// already armed for it or earlier) and polls without a timeout, so the
+    /// wake-up comes within microseconds of the deadline, not at the next
+    /// whole millisecond. Elsewhere the poll's timeout is the time left,
+    /// rounded up (see `portable_timeout`).
     pub(crate) fn poll(
         &mut self,
         deadline: Option<Instant>,
         now: Instant,
         out: &mut Vec<Readiness>,
     ) -> io::Result<()> {
+        #[cfg(all(target_os = "linux", not(feature = "portable")))]
         let timeout = match deadline {
             // Due already: just collect what is ready.
             Some(d) if d <= now => Some(Duration::ZERO),
@@ -366,6 +387,8 @@ impl Reactor {
             },
             None => None,
         };
+        #[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
+        let timeout = deadline.map(|d| portable_timeout(d, now));
         match self.poll.poll(&mut self.events, timeout) {
             Ok(()) => {}
             // A signal interrupted the wait: the loop simply goes round.
@@ -373,6 +396,7 @@ impl Reactor {
             Err(e) => return Err(e),
         }
         for ev in self.events.iter() {
+            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             if ev.token().0 == TIMER_KEY {
                 if let Some(t) = &mut self.timer {
                     t.clear();
@@ -389,4 +413,25 @@ impl Reactor {
         }
         Ok(())
     }
+}
+
+/// How long a poll may block to wake at `deadline`, where there is no
+/// precise timer: the time left rounded up to a whole microsecond, or zero
+/// when the deadline is due (`<= now`).
+///
+/// # Precision
+///
+/// Rounded up, never down, so the poll does not end before the deadline
+/// and the loop does not turn round for a deadline a few nanoseconds away:
+/// kernels convert a timeout to their own units (FreeBSD to 1/2^32 of a
+/// second), and a value converted down could end just short of it.
+/// `kevent` (macOS, FreeBSD) then waits that long or a little longer;
+/// `epoll_wait` (Linux with the `portable` feature) rounds up again, to the
+/// next millisecond. A wake-up may come later than the deadline, never
+/// earlier.
+#[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
+fn portable_timeout(deadline: Instant, now: Instant) -> Duration {
+    let left = deadline.saturating_duration_since(now);
+    let to_whole_micro = (1_000 - left.subsec_nanos() % 1_000) % 1_000;
+    left.saturating_add(Duration::from_nanos(u64::from(to_whole_micro)))
 }

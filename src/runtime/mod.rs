@@ -300,9 +300,14 @@ impl RuntimeBuilder {
 
     /// Pins worker `i` to the `i`-th CPU the process may run on (wrapping
     /// around when there are more workers than CPUs), with
-    /// `sched_setaffinity`. Off by default. Pinning keeps each worker's
-    /// caches warm and its interrupts local, and suits a machine dedicated
-    /// to the server; leave it off where other programs share the CPUs.
+    /// `sched_setaffinity` on Linux and `cpuset_setaffinity` on FreeBSD.
+    /// Off by default. Pinning keeps each worker's caches warm and its
+    /// interrupts local, and suits a machine dedicated to the server; leave
+    /// it off where other programs share the CPUs.
+    ///
+    /// macOS has no hard thread affinity: there [`build`](Self::build)
+    /// fails with [`ErrorKind::Unsupported`](io::ErrorKind::Unsupported)
+    /// when pinning is asked for.
     pub fn pin(mut self, pin: bool) -> Self {
         self.pin = pin;
         self
@@ -327,7 +332,8 @@ impl RuntimeBuilder {
     /// # Errors
     ///
     /// If a thread cannot be started, or pinning was asked for and the
-    /// system refuses it. The workers already started are stopped again.
+    /// system refuses it (always on macOS: `Unsupported`). The workers
+    /// already started are stopped again.
     pub fn build(self) -> io::Result<Runtime> {
         let n = match self.workers {
             Some(n) => n,

@@ -24,9 +24,19 @@
 //! The environment variable `YIELDLOOP_STACK_GUARD=mprotect` forces the
 //! fallback, to test or compare it.
 //!
+//! Elsewhere (macOS, FreeBSD, and Linux with the `portable` feature) guards
+//! are always installed with `mprotect`. macOS and FreeBSD have no map
+//! count limit like Linux's; their anonymous mappings are committed page by
+//! page when touched, as `MAP_NORESERVE` asks for on Linux.
+//!
 //! Finished stacks go back to a per-thread free list and are reused by the
 //! next spawn of the same size without any system call. Above a watermark,
-//! returned stacks also give their memory back to the kernel.
+//! returned stacks also give their memory back to the kernel
+//! (`MADV_DONTNEED` on Linux, `MADV_FREE` elsewhere). Nothing relies on
+//! what a reused stack holds: the task's record at its top is written
+//! afresh at each spawn, and a coroutine writes every frame before reading
+//! it. So it does not matter that Linux hands back zero pages while macOS
+//! and FreeBSD may hand back the old contents.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -55,6 +65,7 @@ pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
 pub const MIN_STACK_SIZE: usize = 16 * 1024;
 
 /// `MADV_GUARD_INSTALL`, Linux 6.13+; not yet in every libc release.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 const MADV_GUARD_INSTALL: libc::c_int = 102;
 
 /// Bytes of stacks (guards included) mapped at once, at most.
@@ -70,6 +81,27 @@ static GUARD_MODE: AtomicU8 = AtomicU8::new(GUARD_UNKNOWN);
 const GUARD_UNKNOWN: u8 = 0;
 const GUARD_MADVISE: u8 = 1;
 const GUARD_MPROTECT: u8 = 2;
+
+/// Flags of the mapping of a chunk. Linux is told not to reserve swap for
+/// it (only touched pages count); macOS and FreeBSD never do for anonymous
+/// memory, and FreeBSD has no such flag.
+#[cfg(target_os = "linux")]
+const CHUNK_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+#[cfg(not(target_os = "linux"))]
+const CHUNK_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+
+/// How free stacks beyond the watermark give their memory back. On Linux
+/// `MADV_DONTNEED` drops the pages at once (they read back as zero); on
+/// macOS and FreeBSD it is only a hint that keeps them, while `MADV_FREE`
+/// lets the kernel take them (they read back as zero or as they were).
+#[cfg(target_os = "linux")]
+const TRIM_ADVICE: libc::c_int = libc::MADV_DONTNEED;
+#[cfg(not(target_os = "linux"))]
+const TRIM_ADVICE: libc::c_int = libc::MADV_FREE;
+/// Whether one `madvise` may cover a run of neighbouring stacks with the
+/// guard pages between them: Linux leaves guards as they are; elsewhere
+/// each stack is advised alone, so a guard page never makes a call fail.
+const TRIM_ACROSS_GUARDS: bool = cfg!(target_os = "linux");
 
 /// The system page size, read once.
 pub(crate) fn page_size() -> usize {
@@ -304,23 +336,26 @@ impl Pool {
             let mut doomed: Vec<FreeStack> = list.warm.drain(..excess).collect();
             // Neighbouring slots of a chunk are contiguous, so sorting by
             // address lets one madvise cover a whole run of them (guard
-            // pages included: MADV_DONTNEED leaves guard markers and
-            // PROT_NONE pages as they are).
+            // pages included: on Linux MADV_DONTNEED leaves guard markers
+            // and PROT_NONE pages as they are).
             doomed.sort_unstable_by_key(|s| s.base);
             let slot = list.size + page;
             let mut i = 0;
             while i < doomed.len() {
                 let mut j = i + 1;
-                while j < doomed.len() && doomed[j].base == doomed[j - 1].base + slot {
+                while TRIM_ACROSS_GUARDS
+                    && j < doomed.len()
+                    && doomed[j].base == doomed[j - 1].base + slot
+                {
                     j += 1;
                 }
                 let lo = doomed[i].base - list.size;
                 let hi = doomed[j - 1].base;
                 // SAFETY: [lo, hi) covers free stacks (and the guard pages
                 // between them) that this pool owns and nobody runs on;
-                // MADV_DONTNEED only drops their pages, which read back as
-                // zero when next touched.
-                unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_DONTNEED) };
+                // MADV_DONTNEED and MADV_FREE only drop their pages, whose
+                // contents no one relies on (see the module docs).
+                unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, TRIM_ADVICE) };
                 i = j;
             }
             self.stats.trimmed += doomed.len();
@@ -343,7 +378,7 @@ fn map_chunk(size: usize, list: &mut VecDeque<FreeStack>) -> io::Result<usize> {
             ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            CHUNK_FLAGS,
             -1,
             0,
         )
@@ -375,6 +410,7 @@ fn map_chunk(size: usize, list: &mut VecDeque<FreeStack>) -> io::Result<usize> {
 /// bytes from `start`: in one system call where the kernel allows it (the
 /// call costs about as much as the page-table walk each guard needs), one
 /// call per guard otherwise.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 fn install_guards(start: usize, slot: usize, count: usize, page: usize) -> io::Result<()> {
     let mut done = 0;
     if GUARD_MODE.load(Ordering::Relaxed) == GUARD_UNKNOWN {
@@ -394,6 +430,7 @@ fn install_guards(start: usize, slot: usize, count: usize, page: usize) -> io::R
 ///
 /// The process is named by `PIDFD_SELF` (Linux 6.15+), so no descriptor is
 /// opened, and a forked child names itself.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 fn guards_in_one_call(start: usize, slot: usize, count: usize, page: usize) -> usize {
     use std::sync::atomic::AtomicBool;
 
@@ -433,6 +470,7 @@ fn guards_in_one_call(start: usize, slot: usize, count: usize, page: usize) -> u
 }
 
 /// Makes the page at `addr` fault on any access.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 fn install_guard(addr: usize, page: usize) -> io::Result<()> {
     let mut mode = GUARD_MODE.load(Ordering::Relaxed);
     if mode == GUARD_UNKNOWN
@@ -465,16 +503,40 @@ fn install_guard(addr: usize, page: usize) -> io::Result<()> {
     }
 }
 
+/// Installs the guard page at the bottom of each of `count` slots of `slot`
+/// bytes from `start`, one `mprotect` each.
+#[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
+fn install_guards(start: usize, slot: usize, count: usize, page: usize) -> io::Result<()> {
+    (0..count).try_for_each(|i| install_guard(start + i * slot, page))
+}
+
+/// Makes the page at `addr` fault on any access: `mprotect`, the one way
+/// off Linux (and with the `portable` feature).
+#[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
+fn install_guard(addr: usize, page: usize) -> io::Result<()> {
+    GUARD_MODE.store(GUARD_MPROTECT, Ordering::Relaxed);
+    // SAFETY: `addr` is a page of a mapping we own and no one uses yet;
+    // PROT_NONE on it.
+    let r = unsafe { libc::mprotect(addr as *mut libc::c_void, page, libc::PROT_NONE) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// True if guard pages are installed with `MADV_GUARD_INSTALL` (one mapping
 /// per chunk), false if with `mprotect` (two mappings per stack) or not yet
-/// known.
+/// known. Always false off Linux and with the `portable` feature.
 pub fn guards_use_madvise() -> bool {
-    GUARD_MODE.load(Ordering::Relaxed) == GUARD_MADVISE
+    cfg!(all(target_os = "linux", not(feature = "portable")))
+        && GUARD_MODE.load(Ordering::Relaxed) == GUARD_MADVISE
 }
 
 /// Wraps a mapping failure with what to do about it.
 fn mapping_error(what: &str, err: io::Error) -> io::Error {
-    if err.raw_os_error() == Some(libc::ENOMEM) {
+    // Only Linux counts mappings against a limit the user can raise.
+    if cfg!(target_os = "linux") && err.raw_os_error() == Some(libc::ENOMEM) {
         let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count")
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());
