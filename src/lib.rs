@@ -201,14 +201,12 @@ mod book {
     struct Ch09Capstone;
     #[doc = include_str!("../docs/src/ch10-structured.md")]
     struct Ch10Structured;
-    #[doc = include_str!("../docs/src/section-signal.md")]
-    struct SectionSignal;
     #[doc = include_str!("../docs/src/caveats.md")]
     struct Caveats;
     #[doc = include_str!("../docs/src/trace.md")]
     struct Trace;
     #[doc = include_str!("../docs/src/appendix-articles.md")]
     struct AppendixArticles;
-    #[doc = include_str!("../docs/src/section-process.md")]
-    struct SectionProcess;
+    #[doc = include_str!("../docs/src/ch11-services.md")]
+    struct Ch11Services;
 }
