@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the comparison benchmarks and yieldloop's echo_server and echo_load
 # examples (release), runs them all (hand-over micro-benchmarks, timer lateness,
-# sleepers, echo servers, thread-per-core scaling), and writes docs/benchmarks.md
+# sleepers, echo servers, HTTP servers, thread-per-core scaling), and writes docs/benchmarks.md
 # and docs/img/sleepers.svg from the raw results in bench/results/.
 #
 # Go, the stackful peer, is built from bench/go (standard library only) with
@@ -28,6 +28,12 @@
 #   LATENESS_TASKS [1000]  sleeping tasks per timer-lateness run
 #   LATENESS_MAX_MS [50]   largest random delay (ms) of a timer-lateness task
 #   LATENESS_TIMEOUT [30]  seconds before a timer-lateness run is killed and marked failed
+#   HTTP_REPS [3]   runs per HTTP cell (server x keep-alive connections)
+#   HTTP_SECS [3]   measured seconds per HTTP run (whole seconds: wrk takes no
+#                   fractions); the client is killed after HTTP_SECS + 30 s
+#   HTTP_WARMUP [0.5]  seconds of untimed load before HTTP_SECS (http_load only)
+#   HTTP_LOADGEN [auto]  the HTTP load generator: wrk, http_load (ours), or
+#                   auto = wrk when it is on the PATH, else http_load
 #   SCALE_REPS [5]  runs per thread-per-core scaling cell (client threads x workers)
 #   SCALE_SECS [4]  measured seconds per scaling run (the client is killed and the
 #                   run marked failed after SCALE_SECS + 30 s)
@@ -57,6 +63,10 @@ LATENESS_REPS=${LATENESS_REPS:-5}
 LATENESS_TASKS=${LATENESS_TASKS:-1000}
 LATENESS_MAX_MS=${LATENESS_MAX_MS:-50}
 LATENESS_TIMEOUT=${LATENESS_TIMEOUT:-30}
+HTTP_REPS=${HTTP_REPS:-3}
+HTTP_SECS=${HTTP_SECS:-3}
+HTTP_WARMUP=${HTTP_WARMUP:-0.5}
+HTTP_LOADGEN=${HTTP_LOADGEN:-auto}
 SCALE_REPS=${SCALE_REPS:-5}
 SCALE_SECS=${SCALE_SECS:-4}
 
@@ -115,7 +125,7 @@ bench_cmd() {
 BUILD_S=$(elapsed)
 
 mkdir -p "$RES" "$ROOT/docs/img"
-rm -f "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/scaling.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/scaling.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -126,6 +136,22 @@ else
     PIN_SERVER=""
     PIN_CLIENT=""
 fi
+HTTP_TIMEOUT=$(awk -v s="$HTTP_SECS" -v w="$HTTP_WARMUP" 'BEGIN { printf "%d", s + w + 30.999 }')
+# The HTTP load generator; "none (...)" skips the HTTP stage.
+case $HTTP_LOADGEN in
+    auto) if command -v wrk >/dev/null; then HTTP_LOAD=wrk; else HTTP_LOAD=http_load; fi ;;
+    wrk) if command -v wrk >/dev/null; then HTTP_LOAD=wrk; else HTTP_LOAD="none (HTTP_LOADGEN=wrk but wrk is not installed)"; fi ;;
+    http_load) HTTP_LOAD=http_load ;;
+    *) HTTP_LOAD="none (unknown HTTP_LOADGEN=$HTTP_LOADGEN)" ;;
+esac
+case $HTTP_SECS in
+    *[!0-9]* | "") [ "$HTTP_LOAD" = wrk ] && HTTP_LOAD="none (wrk needs whole seconds, HTTP_SECS=$HTTP_SECS)" ;;
+esac
+case $HTTP_LOAD in
+    wrk) HTTP_LOAD_VERSION=$(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2) ;;
+    http_load) HTTP_LOAD_VERSION="http_load (bench/src/bin/http_load.rs)" ;;
+    *) HTTP_LOAD_VERSION=$HTTP_LOAD ;;
+esac
 SCALE_TIMEOUT=$(awk -v s="$SCALE_SECS" 'BEGIN { printf "%d", s + 30.999 }')
 PY=""
 if command -v python3 >/dev/null; then PY=python3; fi
@@ -157,7 +183,7 @@ fi
         commit="$commit (with uncommitted changes in src/ or Cargo.toml)"
     fi
     echo "yieldloop=$commit"
-    echo "versions=$(awk '/^name = "(tokio|may|mio|plotters)"$/ {n=$3} /^version/ && n {gsub(/"/,"",n); gsub(/"/,"",$3); printf "%s %s, ", n, $3; n=""}' "$BENCH/Cargo.lock" | sed 's/, $//')"
+    echo "versions=$(awk '/^name = "(tokio|may|mio|hyper|plotters)"$/ {n=$3} /^version/ && n {gsub(/"/,"",n); gsub(/"/,"",$3); printf "%s %s, ", n, $3; n=""}' "$BENCH/Cargo.lock" | sed 's/, $//')"
     echo "pin_server=${PIN_SERVER:-none}"
     echo "pin_client=${PIN_CLIENT:-none}"
     echo "reps=$REPS"
@@ -174,6 +200,11 @@ fi
     echo "lateness_max_ms=$LATENESS_MAX_MS"
     echo "lateness_timeout=$LATENESS_TIMEOUT"
     echo "lateness_rt=$LATENESS_RT"
+    echo "http_reps=$HTTP_REPS"
+    echo "http_secs=$HTTP_SECS"
+    echo "http_warmup=$HTTP_WARMUP"
+    echo "http_load=$HTTP_LOAD"
+    echo "http_load_version=$HTTP_LOAD_VERSION"
     echo "scale_reps=$SCALE_REPS"
     echo "scale_secs=$SCALE_SECS"
     echo "build_s=$BUILD_S"
@@ -200,6 +231,16 @@ timeout ${CELL_TIMEOUT} python3 bench/py/sleepers.py --n N
 # 15, for the user share), read before the client starts and 0.2 s after it exits
 ${PIN_SERVER:+$PIN_SERVER }bench/target/release/echo_{yieldloop|tokio|may|mio} --addr 127.0.0.1:PORT &   # PORT below the ephemeral range
 ${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/loadgen --addr 127.0.0.1:PORT --conns {1|64|512} --size 64 --duration ${ECHO_SECS} --warmup ${ECHO_WARMUP}
+# HTTP: a fresh server per run (yieldloop runs the http_server recipe's
+# connection code; hyper 1.x on tokio current_thread), CPU as for echo
+${PIN_SERVER:+$PIN_SERVER }bench/target/release/http_{yieldloop|hyper} --addr 127.0.0.1:PORT &
+EOF
+if [ "$HTTP_LOAD" = wrk ]; then
+    echo "${PIN_CLIENT:+$PIN_CLIENT }wrk -t1 -c {64|256} -d ${HTTP_SECS}s --latency http://127.0.0.1:PORT/" >>"$RES/commands.txt"
+else
+    echo "${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/http_load --addr 127.0.0.1:PORT --conns {64|256} --duration ${HTTP_SECS} --warmup ${HTTP_WARMUP}" >>"$RES/commands.txt"
+fi
+cat >>"$RES/commands.txt" <<EOF
 # thread-per-core scaling: yieldloop's own examples, nothing pinned, a fresh
 # server per run (stopped with SIGINT after the client); context switches summed
 # over /proc/SERVER_PID/task/*/status right after the client exits
@@ -369,13 +410,17 @@ stat_ticks() { # user and system ticks of a process
 read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || eph_lo=32768
 port=$((eph_lo > 21000 ? 21000 : 1024 + 2000))
 
-# Starts server $1 on a free port (trying a few); sets $spid and $addr.
+# Starts server binary $1 (echo_tokio, http_hyper, ...) on a free port
+# (trying a few); sets $spid and $addr.
 start_server() {
     local tries
     for tries in 1 2 3 4 5; do
         port=$((port + 1))
         addr=127.0.0.1:$port
-        bench_cmd "$1" echo
+        case $1 in
+            echo_*) bench_cmd "${1#echo_}" echo ;;
+            *) CMD=("$BIN/$1") ;;
+        esac
         # shellcheck disable=SC2086
         $PIN_SERVER "${CMD[@]}" --addr "$addr" 2>"$RES/server.err" &
         spid=$!
@@ -391,7 +436,7 @@ start_server() {
 for rep in $(seq 1 "$ECHO_REPS"); do
     for server in yieldloop tokio may mio $GO_RUNS; do
         for conns in 1 64 512; do
-            if ! start_server "$server"; then
+            if ! start_server "echo_$server"; then
                 echo "echo server=$server conns=$conns rep=$rep ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/echo.txt"
                 continue
             fi
@@ -449,6 +494,83 @@ if command -v strace >/dev/null; then
 else
     echo "strace missing: the system-call table is left out"
 fi
+
+# ---------------------------------------------------------------- http
+# One scheduler / one thread per server, keep-alive connections in a closed
+# loop of GET /. Server CPU is read as for echo.
+
+# wrk's report (on stdin) as http_load's fields; fails if it has no count.
+parse_wrk() {
+    awk -v conns="$1" '
+        function us(v) {
+            if (v ~ /us$/) return v + 0
+            if (v ~ /ms$/) return (v + 0) * 1000
+            if (v ~ /m$/) return (v + 0) * 60e6
+            return (v + 0) * 1e6
+        }
+        $1 == "50%" { p50 = us($2) }
+        $1 == "99%" { p99 = us($2) }
+        / requests in / { total = $1; secs = $4; sub(/s,$/, "", secs) }
+        $1 == "Requests/sec:" { rps = $2 }
+        /Socket errors:/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) errors += $i + 0 }
+        /Non-2xx or 3xx responses:/ { errors += $NF }
+        END {
+            if (total == "") exit 1
+            printf "conns=%s secs=%s requests_total=%s requests=%s rps=%.0f p50_us=%.1f p99_us=%.1f errors=%d\n",
+                conns, secs, total, total, rps, p50, p99, errors
+        }'
+}
+
+case $HTTP_LOAD in
+    none*)
+        why=${HTTP_LOAD#none (}
+        why=${why%)}
+        log "http: skipped: $why"
+        echo "http ok=0 skipped=1 reason=$why" >>"$RES/http.txt"
+        ;;
+    *)
+        for rep in $(seq 1 "$HTTP_REPS"); do
+            for server in yieldloop hyper; do
+                for conns in 64 256; do
+                    what="http server=$server conns=$conns rep=$rep load=$HTTP_LOAD"
+                    if ! start_server "http_$server"; then
+                        echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/http.txt"
+                        continue
+                    fi
+                    log "http $server conns=$conns run $rep/$HTTP_REPS ($addr, $HTTP_LOAD)"
+                    read -r u0 s0 < <(stat_ticks "$spid")
+                    if [ "$HTTP_LOAD" = wrk ]; then
+                        # shellcheck disable=SC2086
+                        raw=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT wrk -t1 -c "$conns" -d "${HTTP_SECS}s" \
+                            --latency "http://$addr/" 2>"$RES/client.err")
+                        rc=$?
+                        out=$(printf '%s\n' "$raw" | parse_wrk "$conns") || { [ $rc -eq 0 ] && rc=1; }
+                    else
+                        # shellcheck disable=SC2086
+                        out=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT "$BIN/http_load" --addr "$addr" --conns "$conns" \
+                            --duration "$HTTP_SECS" --warmup "$HTTP_WARMUP" 2>"$RES/client.err")
+                        rc=$?
+                        out=${out#http_load }
+                    fi
+                    sleep 0.2
+                    read -r u1 s1 < <(stat_ticks "$spid")
+                    kill "$spid" 2>/dev/null
+                    wait "$spid" 2>/dev/null
+                    if [ $rc -eq 0 ] && [ -n "$out" ]; then
+                        echo "http server=$server rep=$rep load=$HTTP_LOAD utime=$((u1 - u0)) stime=$((s1 - s0)) $out ok=1" >>"$RES/http.txt"
+                    else
+                        case $rc in
+                            124) reason="$HTTP_LOAD killed after ${HTTP_TIMEOUT} s (timeout)" ;;
+                            *) reason="$HTTP_LOAD exit $rc: $(tail -n1 "$RES/client.err")" ;;
+                        esac
+                        echo "$what ok=0 reason=$reason" >>"$RES/http.txt"
+                    fi
+                done
+            done
+        done
+        rm -f "$RES/server.err" "$RES/client.err"
+        ;;
+esac
 
 # ---------------------------------------------------------------- scaling
 # yieldloop's own echo server with one or two workers (one scheduler per

@@ -1,0 +1,218 @@
+//! The echo server behind TLS: one task per connection, each running a
+//! rustls session over a yieldloop `TcpStream` with plain `Read`/`Write`
+//! calls, no async anywhere.
+//!
+//! ```text
+//! cargo run --release --example tls_echo                   # 127.0.0.1:1237, a fresh certificate
+//! cargo run --release --example tls_echo -- --write-cert /tmp/echo-cert.pem
+//! openssl s_client -connect 127.0.0.1:1237 -CAfile /tmp/echo-cert.pem -quiet   # then type lines
+//! ```
+//!
+//! Options:
+//!
+//! - `--addr HOST:PORT` (default 127.0.0.1:1237);
+//! - `--cert PATH --key PATH`: the certificate chain and private key, PEM
+//!   files; without them a self-signed certificate for `localhost` and
+//!   `127.0.0.1` is made at start;
+//! - `--write-cert PATH`: write the certificate in use (PEM) there, for
+//!   clients to trust;
+//! - `--idle-timeout SECS`: close a connection silent for that long
+//!   (default 300; 0 = never);
+//! - `--quiet`: no per-connection log lines.
+//!
+//! `rustls::StreamOwned` does the work: each `read` and `write` drives the
+//! TLS session, and the socket reads and writes inside it pause only the
+//! connection's task. A client that sends something other than TLS fails its
+//! handshake and loses its own connection; the others go on.
+
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::{ServerConfig, ServerConnection, StreamOwned};
+use yieldloop::net::{TcpListener, TcpStream};
+
+/// Command-line settings.
+#[derive(Debug)]
+struct Config {
+    addr: String,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    write_cert: Option<PathBuf>,
+    idle: Option<Duration>,
+    quiet: bool,
+}
+
+fn main() {
+    let config = match parse_args() {
+        Ok(c) => c,
+        Err(msg) => {
+            eprintln!(
+                "tls_echo: {msg}\nusage: tls_echo [--addr HOST:PORT] [--cert PEM --key PEM] \
+                 [--write-cert PATH] [--idle-timeout SECS] [--quiet]"
+            );
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = yieldloop::run(move || serve(&config)) {
+        eprintln!("tls_echo: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn parse_args() -> Result<Config, String> {
+    let mut c = Config {
+        addr: "127.0.0.1:1237".into(),
+        cert: None,
+        key: None,
+        write_cert: None,
+        idle: Some(Duration::from_secs(300)),
+        quiet: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--addr" => c.addr = value("--addr")?,
+            "--cert" => c.cert = Some(value("--cert")?.into()),
+            "--key" => c.key = Some(value("--key")?.into()),
+            "--write-cert" => c.write_cert = Some(value("--write-cert")?.into()),
+            "--idle-timeout" => {
+                let v = value("--idle-timeout")?;
+                let secs: u64 = v.parse().map_err(|_| format!("not a number: {v:?}"))?;
+                c.idle = (secs > 0).then(|| Duration::from_secs(secs));
+            }
+            "--quiet" => c.quiet = true,
+            "-h" | "--help" => return Err("echoes every connection's bytes back, over TLS".into()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if c.cert.is_some() != c.key.is_some() {
+        return Err("--cert and --key go together".into());
+    }
+    Ok(c)
+}
+
+/// Builds the TLS configuration, binds, and accepts until killed.
+fn serve(config: &Config) -> io::Result<()> {
+    let tls = Arc::new(tls_config(config)?);
+    let listener = TcpListener::bind(config.addr.as_str())?;
+    eprintln!("tls_echo: listening on {}", listener.local_addr()?);
+    let quiet = config.quiet;
+    let idle = config.idle;
+    // Shared by this thread's tasks only: an `Rc` is enough.
+    let live = Rc::new(std::cell::Cell::new(0usize));
+    loop {
+        let (stream, peer) = match listener.accept() {
+            Ok(c) => c,
+            Err(e) => {
+                // Out of descriptors, or a connection aborted before we got
+                // it: wait a moment and go on.
+                eprintln!("tls_echo: accept failed: {e}; retrying in 100 ms");
+                yieldloop::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        let (tls, live) = (tls.clone(), live.clone());
+        live.set(live.get() + 1);
+        if !quiet {
+            eprintln!("open  {peer} (live: {})", live.get());
+        }
+        yieldloop::spawn(move || {
+            let result = echo(stream, tls, idle);
+            live.set(live.get() - 1);
+            if !quiet {
+                match result {
+                    Ok(n) => eprintln!("close {peer} after {n} bytes (live: {})", live.get()),
+                    Err(e) => eprintln!("close {peer}: {e} (live: {})", live.get()),
+                }
+            }
+        });
+    }
+}
+
+/// The server's certificate and key: from `--cert`/`--key`, or made now.
+fn tls_config(config: &Config) -> io::Result<ServerConfig> {
+    // The certificate chain, its PEM text (for --write-cert), the key.
+    let (chain, pem, key) = match (&config.cert, &config.key) {
+        (Some(cert), Some(key)) => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| pem_error(cert, e))?;
+            if chain.is_empty() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{}: no certificate in it", cert.display()),
+                ));
+            }
+            let pem = std::fs::read_to_string(cert)?;
+            let key = PrivateKeyDer::from_pem_file(key).map_err(|e| pem_error(key, e))?;
+            (chain, pem, key)
+        }
+        _ => {
+            let made = rcgen::generate_simple_self_signed(vec![
+                "localhost".to_string(),
+                "127.0.0.1".to_string(),
+            ])
+            .map_err(io::Error::other)?;
+            eprintln!("tls_echo: made a self-signed certificate for localhost and 127.0.0.1");
+            let key = PrivatePkcs8KeyDer::from(made.signing_key.serialize_der());
+            (vec![made.cert.der().clone()], made.cert.pem(), key.into())
+        }
+    };
+    if let Some(path) = &config.write_cert {
+        std::fs::write(path, pem)?;
+    }
+    // ring as the crypto provider: aws-lc (rustls's default) needs cmake.
+    ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+}
+
+fn pem_error(path: &std::path::Path, e: rustls::pki_types::pem::Error) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{}: {e}", path.display()),
+    )
+}
+
+/// The read buffer: one TLS record's worth of plaintext.
+const BUF_SIZE: usize = 16 * 1024;
+
+/// Runs one TLS session: the handshake happens inside the first `read`,
+/// then every decrypted byte is encrypted and sent back. Returns the bytes
+/// echoed.
+fn echo(stream: TcpStream, tls: Arc<ServerConfig>, idle: Option<Duration>) -> io::Result<u64> {
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(idle)?;
+    stream.set_write_timeout(idle)?;
+    let session = ServerConnection::new(tls).map_err(io::Error::other)?;
+    let mut tls = StreamOwned::new(session, stream);
+    let mut buf = vec![0u8; BUF_SIZE];
+    let mut total = 0u64;
+    loop {
+        let n = match tls.read(&mut buf) {
+            // The client sent close_notify: a clean end.
+            Ok(0) => break,
+            Ok(n) => n,
+            // The client closed the TCP connection without close_notify.
+            // Nothing was cut that we could still echo, so end quietly.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(e),
+        };
+        tls.write_all(&buf[..n])?;
+        tls.flush()?;
+        total += n as u64;
+    }
+    // Say goodbye in TLS, then in TCP.
+    tls.conn.send_close_notify();
+    let _ = tls.flush();
+    let _ = tls.sock.shutdown(Shutdown::Write);
+    Ok(total)
+}
