@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use crate::protocol::{IoId, Resume, SchedulerId, TaskId, WaitToken};
 use crate::reactor::{Reactor, ReadEvents, Readiness, RemoteQueue, WaitFor, Wakeups};
-use crate::stack::{PooledStack, DEFAULT_STACK_SIZE};
+use crate::stack::{PooledStack, MAIN_STACK_SIZE};
 use crate::task::{self, OwnedHeader};
 use crate::timer::Timers;
 use crate::trace;
@@ -346,7 +346,7 @@ where
     };
     crate::stack::install_overflow_report(task::running_guard);
     let guard = install(sched.clone());
-    if let Err(e) = sched.spawn(Some(Rc::from("main")), DEFAULT_STACK_SIZE, make_main) {
+    if let Err(e) = sched.spawn(Some(Rc::from("main")), MAIN_STACK_SIZE, make_main) {
         panic!("yieldloop::run: cannot start the main task: {e}");
     }
     sched.run_until(&finished);
