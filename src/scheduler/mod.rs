@@ -99,10 +99,11 @@ impl Core {
             let tasks = &self.tasks;
             self.timers.mark_stale(|x| tasks.is_waiting(x));
         }
-        for w in task.joiners.take() {
+        let mut header = task.header.take()?;
+        for w in header.joiners().take() {
             self.waking().wake(w, Resume::Ready, "task-end");
         }
-        task.header.take()
+        Some(header)
     }
 }
 
@@ -168,7 +169,6 @@ impl Scheduler {
             header: Some(unsafe { OwnedHeader::new_in(header_at, co, id, guard) }),
             state: TaskState::Queued,
             resume: None,
-            joiners: Default::default(),
         });
         tasks.run_queue.push(id);
         if trace::on() {
@@ -220,11 +220,13 @@ impl Scheduler {
     /// has ended.
     pub(crate) fn watch_task(&self, w: WaitToken, task: TaskId) -> bool {
         match self.core.borrow_mut().tasks.get_mut(task) {
-            Some(t) => {
-                t.joiners.push(w);
+            Some(Task {
+                header: Some(h), ..
+            }) => {
+                h.joiners().push(w);
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 
