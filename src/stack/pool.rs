@@ -268,6 +268,8 @@ impl Pool {
         &mut self.free[i]
     }
 
+    // Its one caller is every spawn: inlined, the warm path is a few loads.
+    #[inline]
     fn take(&mut self, size: usize) -> io::Result<PooledStack> {
         let list = self.list(size);
         let base = match list.warm.pop_back().or_else(|| list.cold.pop()) {
