@@ -26,6 +26,7 @@
 //!                              │   cx: TaskContext (id, guard,  │
 //!                              │       yielder, timeout scope,  │
 //!                              │       task-locals slot)        │
+//!                              │   joiners: who waits for it    │
 //!                              ├──────────────────────────────┤
 //!                              │ the task's frames, growing ▼  │
 //! ```
@@ -36,7 +37,7 @@ use std::ptr::{self, NonNull};
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use crate::protocol::{Op, Resume, TaskId};
+use crate::protocol::{Op, Resume, TaskId, WaitToken};
 use crate::stack::{GuardInfo, PooledStack};
 
 /// The coroutine type every task runs in: resumed with [`Resume`], yields
@@ -114,10 +115,50 @@ impl std::fmt::Debug for LocalsSlot {
 /// the task runs. The block sits at the top of the task's own stack (see
 /// [`PooledStack::reserve_top`](crate::stack::PooledStack::reserve_top)),
 /// so a task costs no allocation of its own.
+///
+/// `repr(C)` keeps the fields in this order: what a resume reads first,
+/// then the joiners, which [`prefetch_task`] leaves out.
+#[repr(C)]
 pub(crate) struct TaskHeader {
     /// Declared first, so it is dropped (and unwound) while `cx` is intact.
     co: TaskCoroutine,
     cx: TaskContext,
+    /// The tasks waiting for this one's end; the scheduler's, reached
+    /// through [`OwnedHeader::joiners`].
+    joiners: Joiners,
+}
+
+/// The tasks waiting for one task's end (in [`Op::Join`](crate::raw::Op::Join),
+/// or a select that watches it). Nearly always one (its handle's owner), so
+/// the first is kept inline: no allocation for a plain join.
+///
+/// They live in the task's header rather than in the scheduler's record of
+/// the task: the header's page is the task's stack, which the task has
+/// touched anyway, where every byte of the record is a megabyte with a
+/// million tasks.
+#[derive(Debug, Default)]
+pub(crate) struct Joiners {
+    first: Option<WaitToken>,
+    /// The joiners after the first (empty, so unallocated, nearly always).
+    rest: Vec<WaitToken>,
+}
+
+impl Joiners {
+    /// Adds `w`, to be woken when the task ends.
+    pub(crate) fn push(&mut self, w: WaitToken) {
+        if self.first.is_none() {
+            self.first = Some(w);
+        } else {
+            self.rest.push(w);
+        }
+    }
+
+    /// Takes them all, in the order they came.
+    pub(crate) fn take(&mut self) -> impl Iterator<Item = WaitToken> {
+        let first = self.first.take();
+        let rest = std::mem::take(&mut self.rest);
+        first.into_iter().chain(rest)
+    }
 }
 
 /// The owner of a task's [`TaskHeader`]. Dropping it drops the coroutine; use
@@ -156,6 +197,7 @@ impl OwnedHeader {
                     paused_sp: Cell::new(0),
                     locals: LocalsSlot(Cell::new(None)),
                 },
+                joiners: Joiners::default(),
             });
         }
         OwnedHeader(at)
@@ -165,19 +207,33 @@ impl OwnedHeader {
     pub(crate) fn as_ptr(&self) -> NonNull<TaskHeader> {
         self.0
     }
+
+    /// The tasks waiting for this one's end.
+    pub(crate) fn joiners(&mut self) -> &mut Joiners {
+        // SAFETY: the body is live while `self` is (see `new_in`), and
+        // nothing else reaches `joiners`: the running task's coroutine is
+        // borrowed field by field (`co`, `cx`), never as a whole header, so
+        // this borrow overlaps none, even when the task is the running one.
+        unsafe { &mut *ptr::addr_of_mut!((*self.0.as_ptr()).joiners) }
+    }
 }
 
 impl Drop for OwnedHeader {
     fn drop(&mut self) {
         let p = self.0.as_ptr();
         // SAFETY: `p` was written by `new_in` and this is its only owner,
-        // dropped once. The coroutine is dropped in place through the raw
-        // pointer, because unwinding it runs task code that reads `cx`
+        // dropped once. The joiners (normally emptied by the scheduler
+        // already) are moved out first and never touched in place again:
+        // the coroutine's drop below gives their memory away.
+        let joiners = unsafe { ptr::read(ptr::addr_of!((*p).joiners)) };
+        // SAFETY: as above. The coroutine is dropped in place through the
+        // raw pointer, because unwinding it runs task code that reads `cx`
         // through the thread-local's pointer. Dropping it returns its
         // stack, and with it the memory of this body, to the pool: nothing
         // touches the body after this line (`cx` needs no drop: its
         // task-locals slot was emptied by the task's body).
         unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*p).co)) };
+        drop(joiners);
     }
 }
 
@@ -290,7 +346,7 @@ pub(crate) fn prefetch_task(body: usize, sp: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         let mut off = 0;
-        while off < OwnedHeader::SIZE {
+        while off < HOT_HEADER {
             prefetch_line(body.wrapping_add(off));
             off += 64;
         }
@@ -319,6 +375,9 @@ fn prefetch_line(addr: usize) {
     // no address can make it fault or race.
     unsafe { _mm_prefetch::<_MM_HINT_T0>(p) }
 }
+
+/// The part of a header a resume reads: all but the joiners.
+const HOT_HEADER: usize = std::mem::offset_of!(TaskHeader, joiners);
 
 /// Bytes of stack below and above a task's pause point that
 /// [`prefetch_task`] asks for.

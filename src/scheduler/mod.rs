@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use crate::protocol::{IoId, Resume, SchedulerId, TaskId, WaitToken};
 use crate::reactor::{Reactor, ReadEvents, Readiness, RemoteQueue, WaitFor, Wakeups};
-use crate::stack::{PooledStack, DEFAULT_STACK_SIZE};
+use crate::stack::{PooledStack, MAIN_STACK_SIZE};
 use crate::task::{self, OwnedHeader};
 use crate::timer::Timers;
 use crate::trace;
@@ -99,10 +99,11 @@ impl Core {
             let tasks = &self.tasks;
             self.timers.mark_stale(|x| tasks.is_waiting(x));
         }
-        for w in task.joiners.take() {
+        let mut header = task.header.take()?;
+        for w in header.joiners().take() {
             self.waking().wake(w, Resume::Ready, "task-end");
         }
-        task.header.take()
+        Some(header)
     }
 }
 
@@ -168,7 +169,6 @@ impl Scheduler {
             header: Some(unsafe { OwnedHeader::new_in(header_at, co, id, guard) }),
             state: TaskState::Queued,
             resume: None,
-            joiners: Default::default(),
         });
         tasks.run_queue.push(id);
         if trace::on() {
@@ -217,11 +217,13 @@ impl Scheduler {
     /// has ended.
     pub(crate) fn watch_task(&self, w: WaitToken, task: TaskId) -> bool {
         match self.core.borrow_mut().tasks.get_mut(task) {
-            Some(t) => {
-                t.joiners.push(w);
+            Some(Task {
+                header: Some(h), ..
+            }) => {
+                h.joiners().push(w);
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 
@@ -343,7 +345,7 @@ where
     };
     crate::stack::install_overflow_report(task::running_guard);
     let guard = install(sched.clone());
-    if let Err(e) = sched.spawn(Some(Rc::from("main")), DEFAULT_STACK_SIZE, make_main) {
+    if let Err(e) = sched.spawn(Some(Rc::from("main")), MAIN_STACK_SIZE, make_main) {
         panic!("yieldloop::run: cannot start the main task: {e}");
     }
     sched.run_until(&finished);

@@ -50,9 +50,9 @@ pub(super) struct Task {
     pub(super) header: Option<OwnedHeader>,
     pub(super) state: TaskState,
     /// The answer to send at the next resume (`None` reads as `Ready`).
+    /// (The tasks waiting for this one's end are kept in its header, on
+    /// its stack: see [`Joiners`](crate::task::Joiners).)
     pub(super) resume: Option<Resume>,
-    /// Tasks waiting in [`Op::Join`](crate::raw::Op::Join) for this one.
-    pub(super) joiners: Joiners,
 }
 
 impl fmt::Debug for Task {
@@ -62,38 +62,6 @@ impl fmt::Debug for Task {
             .field("name", &self.name)
             .field("state", &self.state)
             .finish_non_exhaustive()
-    }
-}
-
-/// The tasks waiting for one task's end. Nearly always one (its handle's
-/// owner), so the first is kept inline: no allocation for a plain join, and
-/// the rest (boxed) cost the task record one word.
-#[derive(Debug, Default)]
-pub(super) struct Joiners {
-    first: Option<WaitToken>,
-    rest: Option<Box<MoreJoiners>>,
-}
-
-/// The joiners after the first, behind one pointer: a `Vec` inline would
-/// add two words to every task record for a list that is nearly always
-/// empty.
-#[derive(Debug, Default)]
-struct MoreJoiners(Vec<WaitToken>);
-
-impl Joiners {
-    pub(super) fn push(&mut self, w: WaitToken) {
-        if self.first.is_none() {
-            self.first = Some(w);
-        } else {
-            self.rest.get_or_insert_with(Default::default).0.push(w);
-        }
-    }
-
-    /// Takes them all, in the order they came.
-    pub(super) fn take(&mut self) -> impl Iterator<Item = WaitToken> {
-        let first = self.first.take();
-        let rest = self.rest.take().map(|b| b.0).unwrap_or_default();
-        first.into_iter().chain(rest)
     }
 }
 
@@ -221,12 +189,13 @@ impl Wakeups for Waking<'_> {
 mod tests {
     use super::*;
 
-    /// A task record fits two cache lines: a wake-up or a resume touches
-    /// no more than that of it.
+    /// A task record fits two cache lines, so a wake-up or a resume touches
+    /// no more than that of it, and stays at 96 bytes: a million sleeping
+    /// tasks hold a million of them.
     #[test]
     fn a_task_record_fits_two_cache_lines() {
         assert!(
-            std::mem::size_of::<Task>() <= 128,
+            std::mem::size_of::<Task>() <= 96,
             "Task is {} bytes",
             std::mem::size_of::<Task>()
         );

@@ -4,7 +4,7 @@
 use std::io;
 use std::time::Instant;
 
-use super::table::TaskState;
+use super::table::{Task, TaskState};
 use super::Core;
 use crate::protocol::{Op, Resume, SchedulerId, TaskId, WaitToken};
 use crate::reactor::{WaitFor, Wakeups};
@@ -28,11 +28,19 @@ impl Core {
             }
             Op::Join(target) => {
                 self.set_waiting(wait, false);
-                match self.tasks.get_mut(target) {
-                    Some(t) if target != id => t.joiners.push(wait),
+                let filed = match self.tasks.get_mut(target) {
+                    Some(Task {
+                        header: Some(h), ..
+                    }) if target != id => {
+                        h.joiners().push(wait);
+                        true
+                    }
+                    _ => false,
+                };
+                if !filed {
                     // Ended already (or joining itself, which could never
                     // end): answer at once.
-                    _ => self.waking().wake(wait, Resume::Ready, "now"),
+                    self.waking().wake(wait, Resume::Ready, "now");
                 }
                 return;
             }

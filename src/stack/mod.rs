@@ -8,4 +8,4 @@ pub(crate) use overflow::{install as install_overflow_report, GuardInfo};
 #[cfg(feature = "bench-hooks")]
 pub use pool::bench_pool_cycle;
 pub use pool::{guards_use_madvise, pool_stats, PoolStats, DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
-pub(crate) use pool::{trim, PooledStack};
+pub(crate) use pool::{trim, PooledStack, MAIN_STACK_SIZE};

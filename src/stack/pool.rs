@@ -48,16 +48,26 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use corosensei::stack::valgrind::ValgrindStackRegistration;
 use corosensei::stack::{Stack, StackPointer};
 
-/// The default stack size of a task: 256 KiB.
+/// The default stack size of a task: 64 KiB.
 ///
 /// Stacks are reserved, not committed: a task only costs the pages it
-/// actually touches (one or two for a typical I/O task), so a generous size
-/// costs address space, not memory. 256 KiB is deep enough for formatting,
-/// panics with backtraces and a few levels of buffered readers and parsers,
-/// and small enough that a million tasks reserve 256 GiB of the 128 TiB
-/// address space. Use [`Builder::stack_size`](crate::Builder::stack_size)
-/// for deep recursion.
-pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
+/// actually touches (one or two for a typical I/O task), so the size costs
+/// address space, not memory, with one exception: the kernel's page tables.
+/// Every 2 MiB of address space that holds a touched page needs a 4 KiB
+/// page-table page, so a task whose stack spans 256 KiB costs an eighth of
+/// one (512 bytes) on top of its page, and a 64 KiB one a thirtieth (136
+/// bytes): about 130 MB rather than 500 MB for a million tasks. 64 KiB is
+/// still twice what a panic with `RUST_BACKTRACE=full` needs, and deep
+/// enough for formatting, DNS lookups and a few levels of buffered readers
+/// and parsers. Use [`Builder::stack_size`](crate::Builder::stack_size) for
+/// deep recursion or large buffers on the stack; running out is reported
+/// as an overflow that names the task, never a silent corruption. The main
+/// task of [`run`](crate::run) gets more (256 KiB): there is one of it, and
+/// it often holds a program's setup.
+pub const DEFAULT_STACK_SIZE: usize = 64 * 1024;
+
+/// The main task's stack size (see [`DEFAULT_STACK_SIZE`]).
+pub(crate) const MAIN_STACK_SIZE: usize = 256 * 1024;
 
 /// The smallest stack size [`Builder::stack_size`](crate::Builder::stack_size)
 /// accepts (16 KiB); smaller requests are raised to it, since unwinding a
@@ -201,25 +211,15 @@ unsafe impl Stack for PooledStack {
 
 impl Drop for PooledStack {
     fn drop(&mut self) {
-        let stack = FreeStack {
-            base: self.base,
-            size: self.size,
-        };
+        let (base, size) = (self.base, self.size);
         // If the thread's pool is already gone (thread exit), the memory
         // stays mapped: leaking it is the safe choice.
         let _ = POOL.try_with(|p| {
             if let Ok(mut pool) = p.try_borrow_mut() {
-                pool.put(stack);
+                pool.list(size).warm.push_back(base);
             }
         });
     }
-}
-
-/// A stack in a free list.
-#[derive(Debug, Clone, Copy)]
-struct FreeStack {
-    base: usize,
-    size: usize,
 }
 
 /// Counters of one thread's pool, for benchmarks and reports.
@@ -245,17 +245,18 @@ struct Pool {
     stats: PoolStats,
 }
 
-/// The free stacks of one size.
+/// The free stacks of one size, each kept as its base (highest address):
+/// 8 bytes a stack, since a million finished tasks leave a million of them.
 #[derive(Debug, Default)]
 struct FreeList {
     size: usize,
     /// Stacks whose pages may still be resident. Taken and returned at the
     /// back (LIFO): the most recently used stack is the most likely to be
     /// in cache and memory. The front holds the longest unused.
-    warm: VecDeque<FreeStack>,
+    warm: VecDeque<usize>,
     /// Stacks whose memory went back to the kernel; used when no warm one
     /// is left.
-    cold: Vec<FreeStack>,
+    cold: Vec<usize>,
 }
 
 thread_local! {
@@ -299,31 +300,29 @@ impl Pool {
         &mut self.free[i]
     }
 
+    // Its one caller is every spawn: inlined, the warm path is a few loads.
+    #[inline]
     fn take(&mut self, size: usize) -> io::Result<PooledStack> {
         let list = self.list(size);
-        let s = match list.warm.pop_back().or_else(|| list.cold.pop()) {
-            Some(s) => s,
+        let base = match list.warm.pop_back().or_else(|| list.cold.pop()) {
+            Some(base) => base,
             None => {
                 let carved = map_chunk(size, &mut list.warm)?;
-                let s = list
+                let base = list
                     .warm
                     .pop_back()
                     .expect("a chunk holds at least one stack");
                 self.stats.chunks += 1;
                 self.stats.carved += carved;
-                s
+                base
             }
         };
         Ok(PooledStack {
-            base: s.base,
-            size: s.size,
+            base,
+            size,
             reserved: 0,
-            _valgrind: ValgrindStackRegistration::new((s.base - s.size) as *mut u8, s.size),
+            _valgrind: ValgrindStackRegistration::new((base - size) as *mut u8, size),
         })
-    }
-
-    fn put(&mut self, stack: FreeStack) {
-        self.list(stack.size).warm.push_back(stack);
     }
 
     fn trim(&mut self) {
@@ -333,24 +332,21 @@ impl Pool {
                 continue;
             }
             let excess = list.warm.len() - WARM_WATERMARK;
-            let mut doomed: Vec<FreeStack> = list.warm.drain(..excess).collect();
+            let mut doomed: Vec<usize> = list.warm.drain(..excess).collect();
             // Neighbouring slots of a chunk are contiguous, so sorting by
             // address lets one madvise cover a whole run of them (guard
             // pages included: on Linux MADV_DONTNEED leaves guard markers
             // and PROT_NONE pages as they are).
-            doomed.sort_unstable_by_key(|s| s.base);
+            doomed.sort_unstable();
             let slot = list.size + page;
             let mut i = 0;
             while i < doomed.len() {
                 let mut j = i + 1;
-                while TRIM_ACROSS_GUARDS
-                    && j < doomed.len()
-                    && doomed[j].base == doomed[j - 1].base + slot
-                {
+                while TRIM_ACROSS_GUARDS && j < doomed.len() && doomed[j] == doomed[j - 1] + slot {
                     j += 1;
                 }
-                let lo = doomed[i].base - list.size;
-                let hi = doomed[j - 1].base;
+                let lo = doomed[i] - list.size;
+                let hi = doomed[j - 1];
                 // SAFETY: [lo, hi) covers free stacks (and the guard pages
                 // between them) that this pool owns and nobody runs on;
                 // MADV_DONTNEED and MADV_FREE only drop their pages, whose
@@ -364,9 +360,9 @@ impl Pool {
     }
 }
 
-/// Maps one chunk of stacks of `size` bytes and pushes them onto `list`.
-/// Returns how many were carved.
-fn map_chunk(size: usize, list: &mut VecDeque<FreeStack>) -> io::Result<usize> {
+/// Maps one chunk of stacks of `size` bytes and pushes their bases onto
+/// `list`. Returns how many were carved.
+fn map_chunk(size: usize, list: &mut VecDeque<usize>) -> io::Result<usize> {
     let page = page_size();
     let slot = size + page;
     let count = (CHUNK_BYTES / slot).clamp(1, MAX_PER_CHUNK);
@@ -398,10 +394,7 @@ fn map_chunk(size: usize, list: &mut VecDeque<FreeStack>) -> io::Result<usize> {
     }
     // Push in reverse so the lowest stack is handed out first.
     for i in (0..count).rev() {
-        list.push_back(FreeStack {
-            base: start + i * slot + slot,
-            size,
-        });
+        list.push_back(start + i * slot + slot);
     }
     Ok(count)
 }
