@@ -464,35 +464,41 @@ rm -f "$RES/server.err" "$RES/client.err"
 
 # ---------------------------------------------------------------- syscalls
 # System calls per round trip at 1 connection, where every round trip is a
-# sleep and a wake-up of the server: one run per server under `strace -f -c`
-# (which slows the server, so only the counts are kept, not the times).
+# sleep and a wake-up of the server: one run per server, counted by the
+# kernel's syscall tracepoints through `perf stat` (which, unlike strace,
+# does not slow the server down and so does not change how often it finds
+# the next message already there).
 rm -f "$RES/syscalls.txt"
-if command -v strace >/dev/null; then
+SYSCALLS="epoll_wait epoll_pwait recvfrom read sendto write futex"
+if command -v perf >/dev/null && perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1; then
+    events=raw_syscalls:sys_enter
+    for c in $SYSCALLS; do events="$events,syscalls:sys_enter_$c"; done
     for server in yieldloop tokio may mio $GO_RUNS; do
-        bench_cmd "$server" echo
-        port=$((port + 1))
-        addr=127.0.0.1:$port
-        strace -f -c -o "$RES/strace.out" "${CMD[@]}" --addr "$addr" 2>/dev/null &
-        tpid=$!
-        sleep 0.5
+        if ! start_server "echo_$server"; then
+            echo "syscalls server=$server ok=0" >>"$RES/syscalls.txt"
+            continue
+        fi
         log "syscalls $server ($addr)"
-        out=$("$BIN/loadgen" --addr "$addr" --conns 1 --size 64 --duration 2 --warmup 0.2 2>/dev/null)
-        # Stop the server, not strace, so strace writes its summary.
-        pkill -INT -P "$tpid" 2>/dev/null
-        sleep 0.3
-        pkill -KILL -P "$tpid" 2>/dev/null
-        wait "$tpid" 2>/dev/null
+        perf stat -x, -e "$events" -p "$spid" -o "$RES/perf.out" &
+        ppid=$!
+        sleep 0.2
+        # shellcheck disable=SC2086
+        out=$($PIN_CLIENT "$BIN/loadgen" --addr "$addr" --conns 1 --size 64 --duration 2 --warmup 0 2>/dev/null)
+        kill -INT "$ppid" 2>/dev/null
+        wait "$ppid" 2>/dev/null
+        kill "$spid" 2>/dev/null
+        wait "$spid" 2>/dev/null
         rt=$(echo "$out" | sed -n 's/.* rt_total=\([0-9]*\).*/\1/p')
-        if [ -n "$rt" ] && [ -s "$RES/strace.out" ]; then
-            calls=$(awk '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { printf " %s=%s", $NF, $4 }' "$RES/strace.out")
+        if [ -n "$rt" ] && [ -s "$RES/perf.out" ]; then
+            calls=$(awk -F, '$1 ~ /^[0-9]+$/ { n = $3; sub(/.*sys_enter_?/, "", n); if (n == "") n = "total"; printf " %s=%s", n, $1 }' "$RES/perf.out")
             echo "syscalls server=$server rt_total=$rt$calls ok=1" >>"$RES/syscalls.txt"
         else
             echo "syscalls server=$server ok=0" >>"$RES/syscalls.txt"
         fi
     done
-    rm -f "$RES/strace.out"
+    rm -f "$RES/perf.out"
 else
-    echo "strace missing: the system-call table is left out"
+    echo "perf with syscall tracepoints missing: the system-call table is left out"
 fi
 
 # ---------------------------------------------------------------- http

@@ -1220,8 +1220,8 @@ fn echo_servers(go_missing: bool) -> Vec<&'static str> {
         .collect()
 }
 
-/// System calls per round trip at 1 connection, one `strace -c` run per
-/// server; left out when the run had no strace.
+/// System calls per round trip at 1 connection, one run per server counted
+/// by the kernel's tracepoints; left out when the run could not count them.
 fn syscalls_table(w: &mut String, recs: &[Rec], servers: &[&str]) {
     if recs.is_empty() {
         return;
@@ -1229,11 +1229,21 @@ fn syscalls_table(w: &mut String, recs: &[Rec], servers: &[&str]) {
     let _ = writeln!(
         w,
         "### System calls per round trip at 1 connection\n\n\
-         One run per server under `strace -f -c` (every thread), 2 s at 1 connection: \
-         each round trip is a sleep in the kernel and a wake-up. Calls made fewer \
-         than once per 100 round trips are summed under *other*.\n"
+         One run per server, 2 s at 1 connection, every system call of every server \
+         thread counted by the kernel's tracepoints (`perf stat -e \
+         raw_syscalls:sys_enter,syscalls:sys_enter_NAME -p PID`), divided by the \
+         round trips. Each round trip is a sleep in the kernel and a wake-up; *other* \
+         is every call not named.\n"
     );
-    let named = ["epoll_wait", "recvfrom", "read", "sendto", "write", "futex"];
+    let named = [
+        "epoll_wait",
+        "epoll_pwait",
+        "recvfrom",
+        "read",
+        "sendto",
+        "write",
+        "futex",
+    ];
     let _ = write!(w, "| server |");
     for n in named {
         let _ = write!(w, " {n} |");
@@ -1248,32 +1258,16 @@ fn syscalls_table(w: &mut String, recs: &[Rec], servers: &[&str]) {
             continue;
         };
         let rt = r.f("rt_total").max(1.0);
-        let mut total = 0.0;
-        let mut other = 0.0;
-        for (k, v) in &r.fields {
-            if matches!(k.as_str(), "server" | "rt_total" | "ok") {
-                continue;
-            }
-            let per = v.parse::<f64>().unwrap_or(0.0) / rt;
-            total += per;
-            if !named.contains(&k.as_str()) {
-                other += per;
-            }
-        }
+        let total = r.f("total") / rt;
+        let mut other = total;
         let _ = write!(w, "| {s} |");
         for n in named {
             let per = r.f(n) / rt;
-            let _ = write!(
-                w,
-                " {} |",
-                if per.is_finite() {
-                    format!("{per:.2}")
-                } else {
-                    "0".into()
-                }
-            );
+            let per = if per.is_finite() { per } else { 0.0 };
+            other -= per;
+            let _ = write!(w, " {per:.2} |");
         }
-        let _ = writeln!(w, " {other:.2} | {total:.2} |");
+        let _ = writeln!(w, " {:.2} | {total:.2} |", other.max(0.0));
     }
     let _ = writeln!(w);
 }
@@ -1314,7 +1308,7 @@ fn go_and_floor_section(w: &mut String, meta: &BTreeMap<String, String>) {
          design that gives each task a stack of its own pays on this machine: no runtime, \
          just `corosensei` coroutines in a slab, a binary heap of deadlines and a loop \
          that sleeps with `thread::sleep` until the earliest one. Each coroutine has a \
-         guarded stack of yieldloop's default size (256 KiB) from a pool carved like \
+         guarded stack of yieldloop's default size (64 KiB) from a pool carved like \
          yieldloop's (16 MiB `MAP_NORESERVE` chunks, a guard page below each stack, \
          stacks reused), sleeps by yielding its deadline to the loop, then returns its \
          number. What it costs is mostly the stack: the first touch of its top page (the \

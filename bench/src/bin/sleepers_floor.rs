@@ -7,7 +7,7 @@
 //!
 //! No runtime: bare `corosensei` coroutines in a `Slab`, a `BinaryHeap` of
 //! deadlines and a loop on one thread. Each coroutine runs on a guarded
-//! stack of yieldloop's default size (256 KiB) from a small pool that works
+//! stack of yieldloop's default size (`DEFAULT_STACK_SIZE`, 64 KiB) from a small pool that works
 //! like yieldloop's: stacks carved from 16 MiB `MAP_NORESERVE` chunks, a
 //! guard page below each (`MADV_GUARD_INSTALL` where the kernel has it, in
 //! one `process_madvise` call per chunk where it can; `mprotect` otherwise),
@@ -37,8 +37,8 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use slab::Slab;
 
 const SLEEP: Duration = Duration::from_secs(1);
-/// yieldloop's `DEFAULT_STACK_SIZE`.
-const STACK_SIZE: usize = 256 * 1024;
+/// yieldloop's default, so the two pay for the same stacks.
+const STACK_SIZE: usize = yieldloop::DEFAULT_STACK_SIZE;
 /// Bytes of stacks (guards included) mapped at once, at most (as yieldloop).
 const CHUNK_BYTES: usize = 16 * 1024 * 1024;
 /// Stacks per chunk, at most (as yieldloop).
