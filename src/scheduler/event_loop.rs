@@ -28,6 +28,10 @@ const PREFETCH_FROM_TASKS: usize = 8;
 /// … this many places further in the turn.
 const PREFETCH_AHEAD: usize = 2;
 
+/// How soon the loop comes back to give back more idle stacks when the
+/// last trim left some (see `stack::trim`).
+const TRIM_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Settings read once per turn of the loop, not once per resume.
 #[derive(Debug)]
 struct Turn {
@@ -278,11 +282,15 @@ impl Scheduler {
                 }
             }
             let now = Instant::now();
-            let deadline = core.poll_deadline(now);
-            if deadline != Some(now) {
+            let mut deadline = core.poll_deadline(now);
+            if deadline != Some(now) && crate::stack::trim() {
                 // About to sleep: a good moment to hand idle stack memory
-                // back to the kernel.
-                crate::stack::trim();
+                // back to the kernel, a batch at a time so that no task due
+                // meanwhile waits for all of it. With more left, the sleep
+                // is cut short to come back for the next batch (an event
+                // or a timer is still served first).
+                let soon = now + TRIM_AGAIN_AFTER;
+                deadline = Some(deadline.map_or(soon, |d| d.min(soon)));
             }
             turns_without_poll = 0;
             resumes_without_poll = 0;

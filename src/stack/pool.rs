@@ -273,16 +273,25 @@ pub fn pool_stats() -> PoolStats {
     })
 }
 
-/// Gives the memory of free stacks beyond the watermark back to the kernel.
-/// The scheduler calls it when it is about to sleep, so a burst of finished
+/// Gives the memory of free stacks beyond the watermark back to the kernel,
+/// a batch at a time; true when more is left for a later call. The
+/// scheduler calls it when it is about to sleep, so a burst of finished
 /// tasks costs nothing while it runs.
-pub(crate) fn trim() {
-    let _ = POOL.try_with(|p| {
-        if let Ok(mut pool) = p.try_borrow_mut() {
-            pool.trim();
-        }
-    });
+pub(crate) fn trim() -> bool {
+    POOL.try_with(|p| {
+        p.try_borrow_mut()
+            .map(|mut pool| pool.trim())
+            .unwrap_or(false)
+    })
+    .unwrap_or(false)
 }
+
+/// At most this many stacks are given back per [`trim`]: handing back the
+/// stacks of a million finished tasks at once would hold the thread for a
+/// fifth of a second, a stall every task due in the meantime would feel.
+/// The rest goes at the next trims, which the loop makes soon (see
+/// `event_loop`).
+const TRIM_BATCH: usize = 16 * 1024;
 
 impl Pool {
     /// The free list for `size`, created empty on first use.
@@ -325,13 +334,26 @@ impl Pool {
         })
     }
 
-    fn trim(&mut self) {
+    /// Gives back up to [`TRIM_BATCH`] idle stacks' memory; true when more
+    /// is left to give back.
+    fn trim(&mut self) -> bool {
         let page = page_size();
+        let mut budget = TRIM_BATCH;
+        let mut more = false;
         for list in &mut self.free {
             if list.warm.len() <= WARM_WATERMARK {
                 continue;
             }
+            if budget == 0 {
+                more = true;
+                break;
+            }
             let excess = list.warm.len() - WARM_WATERMARK;
+            if excess > budget {
+                more = true;
+            }
+            let excess = excess.min(budget);
+            budget -= excess;
             let mut doomed: Vec<usize> = list.warm.drain(..excess).collect();
             // Neighbouring slots of a chunk are contiguous, so sorting by
             // address lets one madvise cover a whole run of them (guard
@@ -357,6 +379,7 @@ impl Pool {
             self.stats.trimmed += doomed.len();
             list.cold.extend(doomed);
         }
+        more
     }
 }
 
