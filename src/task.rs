@@ -377,6 +377,7 @@ fn prefetch_line(addr: usize) {
 }
 
 /// The part of a header a resume reads: all but the joiners.
+#[cfg(target_arch = "x86_64")]
 const HOT_HEADER: usize = std::mem::offset_of!(TaskHeader, joiners);
 
 /// Bytes of stack below and above a task's pause point that
