@@ -23,3 +23,40 @@ fn usage(prog: &str) -> ! {
     eprintln!("usage: {prog} --addr HOST:PORT");
     std::process::exit(2);
 }
+
+/// What the sleepers binaries (`sleepers`, `sleepers_floor`) measure alike.
+pub mod sleepers {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static MAX_MAPS: AtomicUsize = AtomicUsize::new(0);
+
+    /// Counts the process's memory mappings and keeps the largest count seen.
+    pub fn sample_maps() {
+        if let Ok(s) = std::fs::read_to_string("/proc/self/maps") {
+            MAX_MAPS.fetch_max(s.lines().count(), Ordering::Relaxed);
+        }
+    }
+
+    /// The largest mapping count [`sample_maps`] has seen.
+    pub fn max_maps() -> usize {
+        MAX_MAPS.load(Ordering::Relaxed)
+    }
+
+    /// A `kB` field of /proc/self/status, e.g. `VmHWM`.
+    pub fn status_kb(field: &str) -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// splitmix64: the "random number" each task returns, in 0..100.
+    pub fn random(seed: u64, i: u64) -> u64 {
+        let mut z = seed.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % 100
+    }
+}

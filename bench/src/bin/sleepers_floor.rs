@@ -29,12 +29,13 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use corosensei::stack::{Stack, StackPointer};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use slab::Slab;
+use yieldloop_bench::sleepers::{max_maps, random, sample_maps, status_kb};
 
 const SLEEP: Duration = Duration::from_secs(1);
 /// yieldloop's default, so the two pay for the same stacks.
@@ -47,33 +48,6 @@ const MAX_PER_CHUNK: usize = 64;
 const MADV_GUARD_INSTALL: libc::c_int = 102;
 /// `PIDFD_SELF` for `process_madvise`, Linux 6.15+.
 const PIDFD_SELF: libc::c_int = -10_000;
-
-static MAX_MAPS: AtomicUsize = AtomicUsize::new(0);
-
-/// Counts the process's memory mappings and keeps the largest count seen.
-fn sample_maps() {
-    if let Ok(s) = std::fs::read_to_string("/proc/self/maps") {
-        MAX_MAPS.fetch_max(s.lines().count(), Ordering::Relaxed);
-    }
-}
-
-/// A `kB` field of /proc/self/status, e.g. `VmHWM`.
-fn status_kb(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// splitmix64: the "random number" each task returns, in 0..100.
-fn random(seed: u64, i: u64) -> u64 {
-    let mut z = seed.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) % 100
-}
 
 fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
@@ -363,7 +337,7 @@ fn main() {
         outcome.wall.as_secs_f64(),
         outcome.spawn.as_secs_f64(),
         status_kb("VmHWM"),
-        MAX_MAPS.load(Ordering::Relaxed),
+        max_maps(),
         outcome.checksum,
     );
 }
