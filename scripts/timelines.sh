@@ -12,8 +12,8 @@
 #                                              timeline-ping_pong-rally.svg (the rally, zoomed)
 #   walkthrough_06_echo_three_clients       -> timeline-echo.svg
 #
-# It also copies the benchmark plot docs/img/sleepers.svg (made by
-# bench/run.sh) into the book. Every run differs a little in its timings;
+# The benchmark plot docs/src/img/sleepers.svg is bench/run.sh's, not
+# this script's. Every run differs a little in its timings;
 # commit the new pictures together with the traces they were drawn from.
 set -euo pipefail
 
@@ -50,9 +50,7 @@ run walkthrough_06_echo_three_clients -- --trace "$traces/echo.trace" >/dev/null
 run trace_timeline -- "$traces/echo.trace" "$img/timeline-echo.svg" \
     --title "walkthrough_06_echo_three_clients: a server, three connections, three clients" >/dev/null
 
-cp docs/img/sleepers.svg "$img/sleepers.svg"
-
-for f in "$img"/timeline-*.svg "$img/sleepers.svg"; do
+for f in "$img"/timeline-*.svg; do
     python3 -c 'import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])' "$f"
     echo "wrote $f ($(wc -c <"$f") bytes)"
 done

@@ -111,7 +111,7 @@ impl ChildStdin {
 
     /// The id the pipe is registered under, for
     /// [`ParkToken::watch_io`](crate::raw::ParkToken::watch_io) and
-    /// [`select`](crate::sync::select).
+    /// [`Select`](crate::sync::Select).
     pub fn io_id(&self) -> IoId {
         self.inner.id()
     }
@@ -142,7 +142,7 @@ macro_rules! receiver {
 
             /// The id the pipe is registered under, for
             /// [`ParkToken::watch_io`](crate::raw::ParkToken::watch_io) and
-            /// [`select`](crate::sync::select).
+            /// [`Select`](crate::sync::Select).
             pub fn io_id(&self) -> IoId {
                 self.inner.id()
             }

@@ -45,7 +45,7 @@ impl<T> fmt::Display for SendError<T> {
 
 impl<T> Error for SendError<T> {}
 
-/// Why a [`try_send`](super::SyncSender::try_send) did not send; either way
+/// Why a [`try_send`](super::local::SyncSender::try_send) did not send; either way
 /// the value comes back.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum TrySendError<T> {
@@ -103,7 +103,7 @@ impl fmt::Display for RecvError {
 
 impl Error for RecvError {}
 
-/// Why a [`try_recv`](super::Receiver::try_recv) returned nothing.
+/// Why a [`try_recv`](super::local::Receiver::try_recv) returned nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TryRecvError {
     /// Nothing is there now; senders remain, so something may come.
@@ -129,7 +129,7 @@ impl fmt::Display for TryRecvError {
 
 impl Error for TryRecvError {}
 
-/// Why a [`recv_timeout`](super::Receiver::recv_timeout) returned nothing.
+/// Why a [`recv_timeout`](super::local::Receiver::recv_timeout) returned nothing.
 ///
 /// # Examples
 ///

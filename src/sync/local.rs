@@ -16,7 +16,8 @@
 //! });
 //! ```
 //!
-//! They are the [channel core](super::chan) in its single-thread flavor.
+//! They are the channel core (the private `sync::chan` module) in its
+//! single-thread flavor.
 //! The state sits in an `Rc<RefCell<..>>`, not behind a lock: every handle
 //! lives on one scheduler's thread (none of them is `Send`), and no borrow
 //! is ever held across a pause, so a borrow can never be contended. Every

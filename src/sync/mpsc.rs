@@ -312,7 +312,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 /// messages. A send on a full channel parks the task, or blocks the plain
 /// thread, until a receive makes room; parked senders are served in the
 /// order they came. `bound == 0` makes a rendezvous channel, as for the
-/// single-thread [`sync_channel`](super::sync_channel).
+/// single-thread [`sync_channel`](super::local::sync_channel).
 ///
 /// # Examples
 ///

@@ -116,7 +116,7 @@ pub(crate) mod sealed {
 use sealed::{Registration, SelectRecv};
 
 /// A receiver that [`Select::recv`] accepts: the single-thread
-/// [`Receiver`](super::Receiver) and [`OneshotReceiver`](super::OneshotReceiver),
+/// [`Receiver`](super::local::Receiver) and [`OneshotReceiver`](super::OneshotReceiver),
 /// and the cross-thread [`mpsc::Receiver`](super::mpsc::Receiver).
 ///
 /// It is sealed: it cannot be implemented outside this crate.
