@@ -1,5 +1,6 @@
-//! Walkthrough step 8, the capstone: the echo server on port 1235, on a loop
-//! of our own that waits for timers and sockets in one kernel call.
+//! Walkthrough step 8, the capstone (chapter 9 of the book): the echo server
+//! on port 1235, on a loop of our own that waits for timers and sockets in
+//! one kernel call.
 //!
 //! ```text
 //! cargo run --example walkthrough_08_capstone          # serves 127.0.0.1:1235
@@ -7,14 +8,16 @@
 //! cargo run --example walkthrough_08_capstone -- --addr 127.0.0.1:0 --max-clients 2 --tick-secs 1
 //! ```
 //!
-//! No yieldloop here, only corosensei and mio. Each task is a coroutine that
-//! pauses with an `Op` and is resumed with a `Resume`; one loop answers them
-//! all with a run queue, a deadline heap and one `mio::Poll`. An acceptor
+//! No yieldloop here: corosensei for the coroutines, mio for the kernel wait
+//! and slab for the task table. Each task is a coroutine that pauses with an
+//! `Op` and is resumed with a `Resume`; one loop answers them all with a run
+//! queue, a deadline heap and one `mio::Poll`. An acceptor
 //! task starts a task per connection, which echoes until the client hangs
 //! up; a ticker task prints a status line every `--tick-secs` (10; 0 for
 //! none). The first line printed is `listening on ADDR`, the address bound
 //! (`--addr`; port 0 picks a free one). With `--max-clients N` the program
 //! stops once N clients have left; without it, it serves until killed.
+//! `--help` (or `-h`) prints what the options mean and exits.
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
@@ -32,6 +35,15 @@ use slab::Slab;
 
 const USAGE: &str =
     "usage: walkthrough_08_capstone [--addr HOST:PORT] [--max-clients N] [--tick-secs SECS]";
+
+/// What `--help` prints after the usage line.
+const HELP: &str = "\
+The echo server on a loop of our own: timers and sockets in one kernel wait.
+
+  --addr HOST:PORT   address to listen on (127.0.0.1:1235; port 0 picks a free one)
+  --max-clients N    stop once N clients have left (default: serve until killed)
+  --tick-secs SECS   a status line every SECS seconds (10; 0 for none)
+  -h, --help         print this text and exit";
 
 // ANCHOR: op
 /// What a task asks for when it pauses.
@@ -311,10 +323,18 @@ fn run(mut listener: TcpListener, first: Vec<Task>, shared: &Shared) -> io::Resu
 // ANCHOR_END: loop
 
 fn main() {
-    let (addr, max_clients, tick) = parse_args().unwrap_or_else(|msg| {
-        eprintln!("walkthrough_08_capstone: {msg}\n{USAGE}");
-        process::exit(2);
-    });
+    let (addr, max_clients, tick) = match parse_args() {
+        Ok(Some(options)) => options,
+        // Asked for help: the answer goes to stdout, and it is no error.
+        Ok(None) => {
+            println!("{USAGE}\n\n{HELP}");
+            return;
+        }
+        Err(msg) => {
+            eprintln!("walkthrough_08_capstone: {msg}\n{USAGE}");
+            process::exit(2);
+        }
+    };
     let result = TcpListener::bind(addr).and_then(|listener| {
         println!("listening on {}", listener.local_addr()?);
         let shared = Rc::new(Shared {
@@ -331,12 +351,19 @@ fn main() {
     }
 }
 
-/// `--addr`, `--max-clients` and `--tick-secs`, checked.
-fn parse_args() -> Result<(SocketAddr, Option<usize>, Option<Duration>), String> {
+/// The options to run with.
+type Options = (SocketAddr, Option<usize>, Option<Duration>);
+
+/// `--addr`, `--max-clients` and `--tick-secs`, checked; `None` if the
+/// command line asks for `--help` (or `-h`).
+fn parse_args() -> Result<Option<Options>, String> {
     let mut addr = SocketAddr::from(([127, 0, 0, 1], 1235));
     let (mut max_clients, mut tick) = (None, 10.0);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == "-h" || arg == "--help" {
+            return Ok(None);
+        }
         let value = args.next().unwrap_or_default();
         let bad = |e: &dyn std::fmt::Display| format!("{arg} {value:?}: {e}");
         match arg.as_str() {
@@ -349,9 +376,9 @@ fn parse_args() -> Result<(SocketAddr, Option<usize>, Option<Duration>), String>
     if max_clients == Some(0) || !(0.0..=86_400.0).contains(&tick) {
         return Err("--max-clients: at least 1; --tick-secs: 0 to 86400".into());
     }
-    Ok((
+    Ok(Some((
         addr,
         max_clients,
         (tick > 0.0).then(|| Duration::from_secs_f64(tick)),
-    ))
+    )))
 }

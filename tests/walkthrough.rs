@@ -473,6 +473,36 @@ fn step8_capstone_serves_concurrent_clients_and_stops() {
     );
 }
 
+/// The capstone answers `--help` and `-h` with its usage and the meaning of
+/// every option, on stdout, with success; a bad option still fails with 2.
+#[test]
+fn step8_capstone_answers_help() {
+    for flag in ["--help", "-h"] {
+        let out = example::run("walkthrough_08_capstone", &[flag]);
+        out.assert_success();
+        let lines = out.lines();
+        assert!(
+            lines[0].starts_with("usage: walkthrough_08_capstone [--addr HOST:PORT]"),
+            "{flag}: {out}"
+        );
+        for option in ["--addr", "--max-clients", "--tick-secs", "-h, --help"] {
+            assert!(
+                lines[1..]
+                    .iter()
+                    .any(|l| l.trim_start().starts_with(option)),
+                "{flag}: no line for {option}: {out}"
+            );
+        }
+        assert!(
+            !out.stdout.contains("listening on"),
+            "{flag}: it must not serve: {out}"
+        );
+    }
+    let bad = example::run("walkthrough_08_capstone", &["--nonsense"]);
+    assert_eq!(bad.status.code(), Some(2), "{bad}");
+    assert!(bad.stderr.contains("unknown argument"), "{bad}");
+}
+
 /// The two-task program: the lines interleave in exactly the order shown in
 /// the book, and the run takes at least the longer task's 6 units.
 #[test]
