@@ -181,6 +181,8 @@ struct ReadmeDoctests;
 mod book {
     #[doc = include_str!("../docs/src/introduction.md")]
     struct Introduction;
+    #[doc = include_str!("../docs/src/rust-for-asyncio-readers.md")]
+    struct RustForAsyncioReaders;
     #[doc = include_str!("../docs/src/ch01-pause.md")]
     struct Ch01Pause;
     #[doc = include_str!("../docs/src/ch02-round-robin.md")]
