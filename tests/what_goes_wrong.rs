@@ -168,6 +168,7 @@ fn std_mutex_held_across_a_pause_deadlocks_the_thread() {
         "ended after {took:?}: {out}"
     );
     let lines = out.lines();
+    assert_eq!(lines.len(), 3, "{out}");
     assert_eq!(lines[0], "holder: locked, sleeping 50 ms", "{out}");
     let waiter = lines[1]
         .strip_prefix("waiter (task ")
