@@ -431,3 +431,47 @@ fn ch11_sigterm_drains_then_cancels() {
     );
     assert!(server.wait().success());
 }
+
+/// Chapter 11: a task as the middle stage of `seq | filter | sort -rn`
+/// passes exactly the multiples through, the children exit cleanly, and a
+/// ticker runs meanwhile.
+#[test]
+fn ch11_pipeline_filters_between_two_children() {
+    if Command::new("seq").arg("1").output().is_err()
+        || Command::new("sort").arg("--version").output().is_err()
+    {
+        eprintln!("skipped: no seq or sort on this machine");
+        return;
+    }
+    let (n, d) = (100_000u64, 7u64);
+    let out = example::run(
+        "exercise_ch11_pipeline",
+        &["--n", &n.to_string(), "--divisor", &d.to_string()],
+    );
+    out.assert_success();
+    let multiples: Vec<u64> = (1..=n).rev().filter(|x| x % d == 0).collect();
+    let top: Vec<String> = multiples[..3].iter().map(u64::to_string).collect();
+    let lines = out.lines();
+    assert_eq!(
+        lines[..3],
+        [
+            format!(
+                "filter: read {n} numbers from seq, passed {} multiples of {d} to sort",
+                multiples.len()
+            ),
+            format!(
+                "sort gave back {} lines, largest first: {}; their sum {}",
+                multiples.len(),
+                top.join(", "),
+                multiples.iter().sum::<u64>()
+            ),
+            "seq exited with 0, sort with 0".to_string(),
+        ]
+    );
+    let ticks: u32 = lines[3]
+        .strip_prefix("the ticker ticked ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(ticks >= 1, "the ticker ran while the pipeline did: {out}");
+}
