@@ -18,7 +18,9 @@
 //! - **waiting on a task or a park**: after `Join(..)` or `Park(..)`.
 //!
 //! A top lane shows when the loop itself slept in the kernel (from `poll` to
-//! `polled`). Running stretches are often a few microseconds, far less than
+//! `polled`), in a darker grey for the precise step of a two-step wait (a
+//! `poll   precise` line: the timerfd ends the sleep) than for the others
+//! (`coarse`, `direct`, `event`; see `src/reactor/wait.rs`). Running stretches are often a few microseconds, far less than
 //! a pixel; they are drawn at least one pixel wide so that none disappears.
 //! Hovering a segment in a browser shows its exact times.
 //!
@@ -47,19 +49,23 @@ enum State {
     Timer,
     Socket,
     JoinPark,
-    /// The loop lane: blocked in the kernel.
+    /// The loop lane: blocked in the kernel, on the poll's own timeout
+    /// (or none).
     Polling,
+    /// The loop lane: blocked in the kernel until the precise timer fires.
+    PollingPrecise,
 }
 
 impl State {
     /// All states, in legend order.
-    const ALL: [State; 6] = [
+    const ALL: [State; 7] = [
         State::Running,
         State::Queued,
         State::Timer,
         State::Socket,
         State::JoinPark,
         State::Polling,
+        State::PollingPrecise,
     ];
 
     fn label(self) -> &'static str {
@@ -70,6 +76,7 @@ impl State {
             State::Socket => "waiting on a socket",
             State::JoinPark => "waiting on a task or a park",
             State::Polling => "loop asleep in the kernel",
+            State::PollingPrecise => "loop asleep on the precise timer",
         }
     }
 
@@ -81,6 +88,7 @@ impl State {
             State::Socket => "#00798c",
             State::JoinPark => "#8e7dbe",
             State::Polling => "#9aa5b1",
+            State::PollingPrecise => "#4f5d6b",
         }
     }
 
@@ -98,6 +106,15 @@ impl State {
         } else {
             // `Yield`, and anything newer than this program: back in line.
             State::Queued
+        }
+    }
+
+    /// The state the loop enters with `poll   STEP ...` (`rest` starts at
+    /// the step). Older traces (`poll   sleep up to ...`) have no step.
+    fn after_poll(rest: &str) -> State {
+        match rest.split_whitespace().next() {
+            Some("precise") => State::PollingPrecise,
+            _ => State::Polling,
         }
     }
 }
@@ -205,7 +222,8 @@ impl Timeline {
             tl.lines += 1;
             tl.end = tl.end.max(t);
             match event {
-                "poll" => tl.kernel.switch(t, Some(State::Polling)),
+                // `poll   STEP ...`: the step says what ends the sleep.
+                "poll" => tl.kernel.switch(t, Some(State::after_poll(rest))),
                 "polled" => tl.kernel.switch(t, None),
                 _ => tl.task_event(t, event, rest),
             }

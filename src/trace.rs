@@ -10,8 +10,10 @@
 //! [  0.000010] spawn  task 2 "B" by task 1
 //! [  0.000031] resume task 2 "B" with Ready
 //! [  0.000040] yield  task 2 "B" -> Wait(in 1.000000s)
-//! [  0.000052] poll   sleep up to 0.999988s
-//! [  1.000077] polled slept 1.000025s, 1 event(s)
+//! [  0.000052] poll   coarse timeout 0.997988s (epoll 998 ms), deadline in 0.999988s
+//! [  0.998120] polled slept 0.998068s, 0 event(s), timed out
+//! [  0.998131] poll   precise no timeout, timerfd set 0.001909s, deadline in 0.001909s
+//! [  1.000077] polled slept 0.001946s, 0 event(s), timerfd fired
 //! [  1.000080] wake   task 2 "B" by timer
 //! [  1.000083] resume task 2 "B" with Ready
 //! [  1.000090] end    task 2 "B"
@@ -20,9 +22,12 @@
 //! Events: `spawn`, `resume` (with the answer sent in), `yield` (with the
 //! `Op` handed out), `end`, `cancel`, `wake` (with its cause: `timer`,
 //! `socket`, `task-end`, `unpark`, `remote`, `now` for an immediate answer,
-//! `closed`), `poll` (how long the loop may sleep) and `polled` (how long it
-//! slept and how many events came). `cargo run --example trace_timeline`
-//! turns such a file into an SVG timeline.
+//! `closed`), `poll` (how the loop waits: the step, the timeout the poll
+//! is given, the precise timer if any, the deadline) and `polled` (how long
+//! it slept, how many events came, and what else ended the wait). On Linux
+//! a far deadline is waited for in two steps, `coarse` then `precise`, as
+//! above; the reactor's `wait` module says why. `cargo run --example
+//! trace_timeline` turns such a file into an SVG timeline.
 //!
 //! When tracing is off, each decision costs one relaxed atomic load.
 
@@ -192,20 +197,65 @@ fn secs(d: Duration) -> String {
     format!("{:.6}s", d.as_secs_f64())
 }
 
-/// The line before a poll: how long the loop may sleep (until `deadline`,
-/// `None` for until an event).
-pub(crate) fn poll_start(deadline: Option<Instant>, now: Instant) {
-    match deadline {
-        Some(d) if d <= now => emit(format_args!("poll   no sleep")),
-        Some(d) => emit(format_args!("poll   sleep up to {}", secs(d - now))),
-        None => emit(format_args!("poll   sleep until an event")),
+/// The line before a poll: the step of the wait (`now`, `event`, `coarse`,
+/// `precise` or `direct`, see the reactor's `wait`), the timeout handed
+/// to the poll (`timeout_ms`: the same in the whole milliseconds
+/// `epoll_wait` gets), the precise timer if it ends this wait (the time
+/// left until it expires, and whether this poll armed it), and how far off
+/// the deadline is:
+///
+/// ```text
+/// poll   coarse timeout 0.047990s (epoll 48 ms), deadline in 0.049990s
+/// poll   precise no timeout, timerfd set 0.001855s, deadline in 0.001855s
+/// ```
+pub(crate) fn poll_start(
+    step: &str,
+    timeout: Option<Duration>,
+    timeout_ms: Option<u128>,
+    timer: Option<(Duration, bool)>,
+    deadline_in: Option<Duration>,
+) {
+    let mut line = format!("poll   {step} ");
+    match timeout {
+        Some(t) if t.is_zero() => line.push_str("timeout 0s"),
+        Some(t) => line.push_str(&format!("timeout {}", secs(t))),
+        None => line.push_str("no timeout"),
     }
+    if let Some(ms) = timeout_ms {
+        line.push_str(&format!(" (epoll {ms} ms)"));
+    }
+    if let Some((left, armed_now)) = timer {
+        let how = if armed_now { "set" } else { "left" };
+        line.push_str(&format!(", timerfd {how} {}", secs(left)));
+    }
+    if let Some(d) = deadline_in {
+        line.push_str(&format!(", deadline in {}", secs(d)));
+    }
+    emit(format_args!("{line}"));
 }
 
-/// The line after a poll that started at `since` and brought `events`.
-pub(crate) fn poll_end(since: Instant, events: usize) {
+/// The line after a poll that started at `since` and brought `events`
+/// (the precise timer's expiry not counted), with what ended it besides
+/// the events: the precise timer, a signal, or the timeout running out
+/// (`had_timeout` says whether there was a timeout to run out).
+pub(crate) fn poll_end(
+    since: Instant,
+    events: usize,
+    timer_fired: bool,
+    interrupted: bool,
+    had_timeout: bool,
+) {
+    let ended = if timer_fired {
+        ", timerfd fired"
+    } else if interrupted {
+        ", interrupted"
+    } else if events == 0 && had_timeout {
+        ", timed out"
+    } else {
+        ""
+    };
     emit(format_args!(
-        "polled slept {}, {events} event(s)",
+        "polled slept {}, {events} event(s){ended}",
         secs(since.elapsed())
     ));
 }

@@ -9,12 +9,13 @@
 //!
 //! # Timers on each platform
 //!
-//! On Linux the loop waits for a near deadline with a `timerfd`, accurate to
-//! microseconds, since `epoll_wait` only takes whole milliseconds. Elsewhere
-//! (macOS, FreeBSD, or Linux with the `portable` feature) the poll's own
-//! timeout ends the wait: `kevent` takes nanoseconds, `epoll_wait` rounds up
-//! to the next millisecond. Either way the wait may end later than the
-//! deadline, never earlier (see `portable_timeout`).
+//! On Linux the loop waits for a far deadline in two steps: epoll's own
+//! millisecond timeout first, ending a little early, then a `timerfd`,
+//! accurate to microseconds, for the rest. Elsewhere (macOS, FreeBSD, or
+//! Linux with the `portable` feature) the poll's own timeout ends the wait
+//! in one step: `kevent` takes nanoseconds, `epoll_wait` rounds up to the
+//! next millisecond. Either way the wait may end later than the deadline,
+//! never earlier. `wait` says why, and what each step costs.
 //!
 //! Each socket registers once, when it is created, for both read and write
 //! readiness in edge-triggered mode; the source's slot in the table is its
@@ -27,7 +28,6 @@
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
@@ -39,20 +39,13 @@ mod read_events;
 mod remote;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 mod timerfd;
+mod wait;
 
 pub(crate) use read_events::{ReadEvents, ReadMark};
 pub(crate) use remote::RemoteQueue;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 use timerfd::TimerFd;
-
-/// Deadlines further off than this are waited for with epoll's own
-/// (millisecond) timeout rather than the precise timer.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-const PRECISE_WITHIN: Duration = Duration::from_millis(5);
-/// How much earlier than a far deadline epoll's timeout ends (mio rounds
-/// it up to whole milliseconds, so this keeps the wake-up before it).
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-const EPOLL_TIMEOUT_MARGIN: Duration = Duration::from_millis(2);
+pub(crate) use wait::Wait;
 
 /// Serial numbers of registrations, unique in the process.
 static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -123,7 +116,7 @@ pub(crate) struct Reactor {
     timer: Option<TimerFd>,
     /// The deadline the timer is armed for.
     #[cfg(all(target_os = "linux", not(feature = "portable")))]
-    timer_deadline: Option<Instant>,
+    timer_deadline: Option<std::time::Instant>,
     /// Wake-ups from other threads; created on first use.
     remote: Option<Arc<RemoteQueue>>,
     /// Wake-ups taken from `remote`; kept to reuse its allocation.
@@ -348,51 +341,20 @@ impl Reactor {
         }
     }
 
-    /// Waits for events until `deadline` (`None`: until one arrives), and
-    /// appends what became ready to `out`.
-    ///
-    /// On Linux, a deadline in the future arms the `timerfd` for it (unless
-    /// already armed for it or earlier) and polls without a timeout, so the
-    /// wake-up comes within microseconds of the deadline, not at the next
-    /// whole millisecond. Elsewhere the poll's timeout is the time left,
-    /// rounded up (see `portable_timeout`).
-    pub(crate) fn poll(
-        &mut self,
-        deadline: Option<Instant>,
-        now: Instant,
-        out: &mut Vec<Readiness>,
-    ) -> io::Result<()> {
-        #[cfg(all(target_os = "linux", not(feature = "portable")))]
-        let timeout = match deadline {
-            // Due already: just collect what is ready.
-            Some(d) if d <= now => Some(Duration::ZERO),
-            // Far off: epoll's own millisecond timeout, ending a little
-            // early, costs no extra system call; the loop then comes back
-            // here with the deadline near and arms the precise timer. A
-            // server whose reads carry far deadlines (idle timeouts) would
-            // otherwise re-arm the timer on almost every turn.
-            Some(d) if d - now > PRECISE_WITHIN => Some(d - now - EPOLL_TIMEOUT_MARGIN),
-            Some(d) => match &mut self.timer {
-                Some(timer) => {
-                    let armed_in_time =
-                        timer.is_armed() && self.timer_deadline.is_some_and(|armed| armed <= d);
-                    if !armed_in_time {
-                        timer.arm(d - now)?;
-                        self.timer_deadline = Some(d);
-                    }
-                    None
-                }
-                // mio rounds up to whole milliseconds: never early.
-                None => Some(d - now),
-            },
-            None => None,
-        };
-        #[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
-        let timeout = deadline.map(|d| portable_timeout(d, now));
+    /// Waits for events as `wait` (from [`Reactor::plan_wait`]) says, and
+    /// appends what became ready to `out`. The precise timer's expiry is
+    /// not passed on: it only ends the wait, and the loop fires the timers
+    /// that are due after every poll.
+    pub(crate) fn poll(&mut self, wait: Wait, out: &mut Vec<Readiness>) -> io::Result<Polled> {
+        let mut polled = Polled::default();
+        let timeout = wait.timeout();
         match self.poll.poll(&mut self.events, timeout) {
             Ok(()) => {}
             // A signal interrupted the wait: the loop simply goes round.
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                polled.interrupted = true;
+                return Ok(polled);
+            }
             Err(e) => return Err(e),
         }
         for ev in self.events.iter() {
@@ -402,6 +364,7 @@ impl Reactor {
                     t.clear();
                 }
                 self.timer_deadline = None;
+                polled.timer_fired = true;
                 continue;
             }
             out.push(Readiness {
@@ -411,27 +374,15 @@ impl Reactor {
                 read_closed: ev.is_read_closed() || ev.is_error(),
             });
         }
-        Ok(())
+        Ok(polled)
     }
 }
 
-/// How long a poll may block to wake at `deadline`, where there is no
-/// precise timer: the time left rounded up to a whole microsecond, or zero
-/// when the deadline is due (`<= now`).
-///
-/// # Precision
-///
-/// Rounded up, never down, so the poll does not end before the deadline
-/// and the loop does not turn round for a deadline a few nanoseconds away:
-/// kernels convert a timeout to their own units (FreeBSD to 1/2^32 of a
-/// second), and a value converted down could end just short of it.
-/// `kevent` (macOS, FreeBSD) then waits that long or a little longer;
-/// `epoll_wait` (Linux with the `portable` feature) rounds up again, to the
-/// next millisecond. A wake-up may come later than the deadline, never
-/// earlier.
-#[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
-fn portable_timeout(deadline: Instant, now: Instant) -> Duration {
-    let left = deadline.saturating_duration_since(now);
-    let to_whole_micro = (1_000 - left.subsec_nanos() % 1_000) % 1_000;
-    left.saturating_add(Duration::from_nanos(u64::from(to_whole_micro)))
+/// How a poll ended, besides the events it brought: for the trace.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Polled {
+    /// The precise timer expired during it.
+    pub(crate) timer_fired: bool,
+    /// A signal cut it short.
+    pub(crate) interrupted: bool,
 }

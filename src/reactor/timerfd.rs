@@ -2,9 +2,12 @@
 //! millisecond granularity of `epoll_wait`'s timeout.
 //!
 //! `epoll_wait` takes its timeout in whole milliseconds (mio rounds up), so a
-//! sleeper due in 1.2 ms would wake after 2 ms. Instead, the loop arms this
-//! timer for the exact time left to the next deadline and polls without a
-//! timeout; the timer's expiry is an ordinary readiness event.
+//! sleeper due in 1.2 ms would wake after 2 ms. Instead, once the next
+//! deadline is near (the second, precise step of the wait in `wait`), the
+//! loop arms this timer for the exact time left and polls without a
+//! timeout; the timer's expiry is an ordinary readiness event. Far
+//! deadlines are first waited for on epoll's own timeout, which costs no
+//! `timerfd_settime`.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -14,7 +17,9 @@ use std::time::Duration;
 #[derive(Debug)]
 pub(crate) struct TimerFd {
     fd: OwnedFd,
-    /// The delay last armed, to skip re-arming for the same deadline.
+    /// Armed and not yet read since: an expiry is still to come (or has
+    /// come and raised its event), so the reactor can skip re-arming it
+    /// for a deadline no earlier than the one it is armed for.
     armed: bool,
 }
 

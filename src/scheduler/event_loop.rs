@@ -10,6 +10,7 @@ use corosensei::CoroutineResult;
 use super::table::TaskState;
 use super::{Core, Scheduler};
 use crate::protocol::{Op, Resume, TaskId};
+use crate::reactor::Wait;
 use crate::task;
 use crate::timer::TimerKind;
 use crate::trace;
@@ -302,15 +303,32 @@ impl Scheduler {
                 return;
             }
             ready.clear();
+            let wait = match core.reactor.plan_wait(deadline, now) {
+                Ok(wait) => wait,
+                Err(e) => panic!("yieldloop: arming the precise timer failed: {e}"),
+            };
             let traced = trace::on();
             if traced {
-                trace::poll_start(deadline, now);
+                trace::poll_start(
+                    wait.step(),
+                    wait.timeout(),
+                    wait.kernel_millis(),
+                    wait.timer(),
+                    deadline.filter(|_| wait != Wait::Now).map(|d| d - now),
+                );
             }
-            if let Err(e) = core.reactor.poll(deadline, now, &mut ready) {
-                panic!("yieldloop: polling for I/O events failed: {e}");
-            }
+            let polled = match core.reactor.poll(wait, &mut ready) {
+                Ok(polled) => polled,
+                Err(e) => panic!("yieldloop: polling for I/O events failed: {e}"),
+            };
             if traced {
-                trace::poll_end(now, ready.len());
+                trace::poll_end(
+                    now,
+                    ready.len(),
+                    polled.timer_fired,
+                    polled.interrupted,
+                    wait.timeout().is_some_and(|t| !t.is_zero()),
+                );
             }
             // 3. Wake the tasks whose sockets are ready or whom other
             //    threads woke …

@@ -94,6 +94,16 @@ pub mod example {
                     }
                 }
             }
+            // The examples get the features this test was built with, so
+            // that `cargo test --features portable` runs portable examples.
+            for (on, feature) in [
+                (cfg!(feature = "portable"), "portable"),
+                (cfg!(feature = "bench-hooks"), "bench-hooks"),
+            ] {
+                if on {
+                    options.extend(["--features".to_string(), feature.to_string()]);
+                }
+            }
             Build {
                 profile_dir,
                 target_dir,
