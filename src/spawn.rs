@@ -283,7 +283,7 @@ impl<T> JoinHandle<T> {
             if let Some(result) = self.slot.take() {
                 return result;
             }
-            if let Resume::Cancelled = suspend(Op::Join(self.id)) {
+            if let Resume::Cancelled = suspend(Op::Join(self.id, None)) {
                 return Err(JoinError::cancelled(self.id));
             }
         }
