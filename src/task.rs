@@ -40,11 +40,16 @@
 use std::any::Any;
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
+use std::rc::Rc;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use crate::protocol::{Op, Resume, TaskId, WaitToken};
+use crate::protocol::{Op, Resume, TaskId, TaskLabel, WaitToken};
 use crate::stack::{GuardInfo, PooledStack};
+
+mod panic_hook;
+
+pub(crate) use panic_hook::install as install_panic_hook;
 
 /// The coroutine type every task runs in: resumed with [`Resume`], yields
 /// [`Op`], returns nothing (the task's value goes wherever its body puts it).
@@ -137,6 +142,16 @@ pub(crate) struct TaskHeader {
     /// The tasks waiting for this one's end; the scheduler's, reached
     /// through [`OwnedHeader::joiners`].
     joiners: Joiners,
+    /// The task's name, if it was given one.
+    ///
+    /// # Invariant
+    ///
+    /// Kept for as long as the coroutine exists, teardown included: the
+    /// name pointer in [`TaskContext::guard`] points into this string, and
+    /// the stack-overflow report and the panic message read it while the
+    /// task runs or is unwound, after the scheduler may have dropped its
+    /// own record of the task.
+    name: Option<Rc<str>>,
 }
 
 /// The tasks waiting for one task's end (in [`Op::Join`](crate::raw::Op::Join),
@@ -192,6 +207,7 @@ impl OwnedHeader {
         co: TaskCoroutine,
         id: TaskId,
         guard: GuardInfo,
+        name: Option<Rc<str>>,
     ) -> OwnedHeader {
         let at = at.cast::<TaskHeader>();
         const { assert!(std::mem::align_of::<TaskHeader>() <= 64) };
@@ -209,6 +225,7 @@ impl OwnedHeader {
                     locals: LocalsSlot(Cell::new(None)),
                 },
                 joiners: Joiners::default(),
+                name,
             });
         }
         OwnedHeader(at)
@@ -237,6 +254,9 @@ impl Drop for OwnedHeader {
         // already) are moved out first and never touched in place again:
         // the coroutine's drop below gives their memory away.
         let joiners = unsafe { ptr::read(ptr::addr_of!((*p).joiners)) };
+        // SAFETY: as for the joiners. The name is held here until the
+        // coroutine is gone, so it outlives the task's teardown.
+        let name = unsafe { ptr::read(ptr::addr_of!((*p).name)) };
         // SAFETY: as above. The coroutine is dropped in place through the
         // raw pointer, because unwinding it runs task code that reads `cx`
         // through the thread-local's pointer. Dropping it returns its
@@ -245,6 +265,7 @@ impl Drop for OwnedHeader {
         // task-locals slot was emptied by the task's body).
         unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*p).co)) };
         drop(joiners);
+        drop(name);
     }
 }
 
@@ -476,6 +497,24 @@ pub(crate) fn running_guard() -> *const GuardInfo {
     // SAFETY: a non-null CURRENT points at a live context (see
     // `running_cx`); this only computes a field address.
     unsafe { ptr::addr_of!((*cx).guard) }
+}
+
+/// Runs `f` with the label of the task running (or being torn down) on
+/// this thread, or `None` when no task runs here.
+pub(crate) fn with_running_label<R>(f: impl FnOnce(Option<TaskLabel<'_>>) -> R) -> R {
+    let Some(cx) = running_cx() else {
+        return f(None);
+    };
+    let g = &cx.guard;
+    let name = (g.name_len > 0).then(|| {
+        // SAFETY: `name_ptr`/`name_len` were taken from the task's name,
+        // which its header holds for as long as the coroutine exists (see
+        // `TaskHeader::name`), and the coroutine exists while its context
+        // is the running one.
+        let bytes = unsafe { std::slice::from_raw_parts(g.name_ptr as *const u8, g.name_len) };
+        std::str::from_utf8(bytes).unwrap_or("?")
+    });
+    f(Some(TaskLabel { serial: g.id, name }))
 }
 
 /// True while the scheduler is unwinding a task it tears down.
