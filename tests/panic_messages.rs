@@ -59,7 +59,10 @@ fn panic_child() {
         }
         "hook_later" => yieldloop::run(|| {
             std::panic::set_hook(Box::new(|info| {
-                eprintln!("the program's own hook: {}", info.payload_as_str().unwrap());
+                eprintln!(
+                    "the program's own hook: {}",
+                    info.payload().downcast_ref::<&str>().unwrap()
+                );
             }));
             let h = yieldloop::spawn(|| panic!("seen by the program's hook"));
             assert!(h.join().is_err());
@@ -67,7 +70,10 @@ fn panic_child() {
         }),
         "hook_before" => {
             std::panic::set_hook(Box::new(|info| {
-                eprintln!("the program's own hook: {}", info.payload_as_str().unwrap());
+                eprintln!(
+                    "the program's own hook: {}",
+                    info.payload().downcast_ref::<&str>().unwrap()
+                );
             }));
             yieldloop::run(|| {
                 let h = yieldloop::spawn(|| panic!("seen by the earlier hook"));

@@ -17,9 +17,10 @@
 //! started keeps receiving every panic unchanged, and a hook the program
 //! installs later replaces this one, as `std::panic::set_hook` always does.
 
+use std::any::Any;
 use std::backtrace::Backtrace;
 use std::fmt::Write as _;
-use std::panic::{self, PanicHookInfo};
+use std::panic::{self, Location};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
@@ -57,7 +58,7 @@ pub(crate) fn install() {
             if previous_is_default {
                 let done = with_running_label(|label| match label {
                     Some(label) => {
-                        report(label, info);
+                        report(label, info.location(), info.payload());
                         true
                     }
                     None => false,
@@ -90,9 +91,9 @@ fn backtrace_style() -> BacktraceStyle {
     }
 }
 
-/// Prints the message of a panic inside the task `label`, in the standard
-/// library's layout.
-fn report(label: TaskLabel<'_>, info: &PanicHookInfo<'_>) {
+/// Prints the message of a panic inside the task `label`, raised `at` with
+/// `payload`, in the standard library's layout.
+fn report(label: TaskLabel<'_>, at: Option<&Location<'_>>, payload: &(dyn Any + Send)) {
     let mut out = String::new();
     let _ = write!(out, "\n{label}");
     // Tasks of several schedulers share a process, and their ids are only
@@ -102,10 +103,10 @@ fn report(label: TaskLabel<'_>, info: &PanicHookInfo<'_>) {
         let _ = write!(out, " on thread '{thread}'");
     }
     out.push_str(" panicked");
-    if let Some(at) = info.location() {
+    if let Some(at) = at {
         let _ = write!(out, " at {at}");
     }
-    let message = info.payload_as_str().unwrap_or("Box<dyn Any>");
+    let message = crate::failure::payload_text(payload).unwrap_or("Box<dyn Any>");
     let _ = writeln!(out, ":\n{message}");
     match backtrace_style() {
         BacktraceStyle::Off => {
