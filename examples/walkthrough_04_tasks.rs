@@ -79,7 +79,7 @@ fn spawn_and_join(unit: Duration) {
 /// it when the other task has ended.
 fn raw_join() {
     let child = yieldloop::spawn(|| 6 * 7);
-    let answer = suspend(Op::Join(child.id()));
+    let answer = suspend(Op::Join(child.id(), None));
     assert!(matches!(answer, Resume::Ready));
     println!(
         "raw Op::Join answered Ready; child finished: {}",

@@ -152,6 +152,25 @@ pub use timeout::{timeout, timeout_at, Elapsed};
 /// - If the main task waits for something that can never happen (no timer,
 ///   no socket and no ready task is left): a deadlock.
 ///
+/// # Panic messages
+///
+/// The message of a panic inside a task names the task rather than the
+/// thread, with its [name](Builder::name) if it has one, else its id:
+///
+/// ```text
+/// task 'conn-7' (id 12) panicked at src/main.rs:10:5:
+/// attempt to divide by zero
+/// ```
+///
+/// (`task 'main' (id 1)` for the main task of `run`; on a thread other than
+/// the main one, the thread is named too.) `RUST_BACKTRACE` is honoured as
+/// usual. This is a panic hook, installed once per process when the first
+/// scheduler starts, that passes every other panic to the hook that was in
+/// place before. A hook the program had installed by then keeps receiving
+/// every panic, task panics included, as before; a hook the program
+/// installs later replaces this one, as [`std::panic::set_hook`] always
+/// does.
+///
 /// # Examples
 ///
 /// ```

@@ -242,7 +242,8 @@ impl<'scope> Scope<'scope, '_> {
         F: FnOnce() -> T + 'scope,
         T: 'scope,
     {
-        let body = move || match panic::catch_unwind(AssertUnwindSafe(f)) {
+        // The user's closure, made to cancel its siblings when it panics.
+        let f = move || match panic::catch_unwind(AssertUnwindSafe(f)) {
             Ok(v) => v,
             Err(payload) => {
                 if !task::forced_unwind() {
@@ -259,7 +260,7 @@ impl<'scope> Scope<'scope, '_> {
         // not end before every task in `children` is over: `scope` waits
         // for them before it returns, and `TearDownOnUnwind` tears them
         // down (and checks none is left) before an unwind leaves it.
-        let inner = unsafe { builder.spawn_unchecked(body)? };
+        let inner = unsafe { builder.spawn_unchecked(f)? };
         self.children.borrow_mut().push(Child {
             id: inner.id(),
             panic: inner.unjoined_panic(),
@@ -329,7 +330,7 @@ impl<'scope> Scope<'scope, '_> {
             while scheduler::with_scheduler("yieldloop::scope", |s| s.is_alive(id)) {
                 // Not unwinding here (an unwind leaves through the guard),
                 // so the answer is Ready once the child has ended.
-                let _ = suspend(Op::Join(id));
+                let _ = suspend(Op::Join(id, None));
             }
             next += 1;
         }

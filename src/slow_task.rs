@@ -36,6 +36,8 @@ use std::sync::{Arc, Mutex, Once, OnceLock, Weak};
 use std::thread::Thread;
 use std::time::Duration;
 
+use crate::protocol::TaskLabel;
+
 /// The threshold in nanoseconds; `OFF` disables the watch.
 static THRESHOLD_NS: AtomicU64 = AtomicU64::new(DEFAULT_NS);
 const DEFAULT_NS: u64 = 100_000_000;
@@ -138,10 +140,7 @@ pub(crate) fn coarse_now_ns() -> u64 {
 /// Prints the warning for a resume of task `serial` that held the thread
 /// for at least `held`.
 pub(crate) fn warn(serial: u64, name: Option<&str>, held: Duration, limit: Duration) {
-    let who = match name {
-        Some(n) => format!("task {serial} ({n})"),
-        None => format!("task {serial}"),
-    };
+    let who = TaskLabel { serial, name };
     eprintln!(
         "yieldloop: {who} ran for at least {:.1} ms without pausing (threshold {} ms); \
          every other task on this thread waited. Call yieldloop::yield_now() in \
@@ -307,9 +306,10 @@ const STUCK_FACTOR: u64 = 10;
 #[cold]
 fn warn_stuck(serial: u64, held: Duration) {
     eprintln!(
-        "yieldloop: task {serial} has been running for {:.1} s without pausing and still \
+        "yieldloop: {} has been running for {:.1} s without pausing and still \
          is; every other task on its thread is stalled. A loop that never pauses \
          needs yieldloop::yield_now(), and blocking work belongs off the thread.",
+        TaskLabel { serial, name: None },
         held.as_secs_f64()
     );
 }

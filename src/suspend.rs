@@ -56,9 +56,9 @@ pub fn suspend(op: Op) -> Resume {
         if std::thread::panicking() {
             return Resume::Cancelled;
         }
-        match cx.scope() {
+        match cx.timeout_scope() {
             None => cx.pause(op),
-            Some(scope) => timeout::scoped(op, scope, |op| cx.pause(op)),
+            Some(t) => timeout::scoped(op, t, |op| cx.pause(op)),
         }
     })
 }

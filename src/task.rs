@@ -1,5 +1,11 @@
 //! A task's own memory and the thread-local of the running task.
 //!
+//! Two words are kept apart here. A task's *header* is the block of memory
+//! that holds its coroutine and context ([`TaskHeader`]). A task's *body* is
+//! the function its coroutine runs: the spawning layer's wrapper around the
+//! user's closure, which keeps the closure's value or panic for the
+//! task's handle (see [`new_coroutine`]).
+//!
 //! Each task's coroutine and context live in one block at the top of its
 //! own stack, its [`TaskHeader`]. The scheduler resumes the coroutine in
 //! place ([`resume_task`]); code running in the task finds its context
@@ -14,7 +20,7 @@
 //!   [`resume_task`] or [`drop_task`] runs that task, and is cleared (or
 //!   restored) before they return, so code on the scheduler's own stack
 //!   never sees a task context at all;
-//! * a task stores its yielder pointer in its context when its body starts
+//! * a task stores its yielder pointer in its context when its coroutine starts
 //!   ([`enter_task`]). The yielder lives on the coroutine's own stack, which
 //!   stays mapped for as long as the coroutine exists, and it is only
 //!   dereferenced from code running on that very stack.
@@ -24,7 +30,7 @@
 //!                              │ TaskHeader                    │
 //!                              │   co: the corosensei coroutine │
 //!                              │   cx: TaskContext (id, guard,  │
-//!                              │       yielder, timeout scope,  │
+//!                              │       yielder, timeout,        │
 //!                              │       task-locals slot)        │
 //!                              │   joiners: who waits for it    │
 //!                              ├──────────────────────────────┤
@@ -34,18 +40,24 @@
 use std::any::Any;
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
+use std::rc::Rc;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use crate::protocol::{Op, Resume, TaskId, WaitToken};
+use crate::protocol::{Op, Resume, TaskId, TaskLabel, WaitToken};
 use crate::stack::{GuardInfo, PooledStack};
+
+mod panic_hook;
+
+pub(crate) use panic_hook::install as install_panic_hook;
 
 /// The coroutine type every task runs in: resumed with [`Resume`], yields
 /// [`Op`], returns nothing (the task's value goes wherever its body puts it).
 pub(crate) type TaskCoroutine = Coroutine<Resume, Op, (), PooledStack>;
 
-/// A coroutine on `stack` that runs `body` as a task: it first records its
-/// yielder ([`enter_task`]), so [`TaskContext::pause`] can find it.
+/// A coroutine on `stack` that runs `body` (the task's body: the wrapper
+/// around the user's closure) as a task: it first records its yielder
+/// ([`enter_task`]), so [`TaskContext::pause`] can find it.
 pub(crate) fn new_coroutine(stack: PooledStack, body: impl FnOnce() + 'static) -> TaskCoroutine {
     Coroutine::with_stack(stack, move |yielder: &Yielder<Resume, Op>, _first| {
         enter_task(yielder);
@@ -62,9 +74,12 @@ thread_local! {
     static FORCED_UNWIND: Cell<bool> = const { Cell::new(false) };
 }
 
-/// An active `timeout` scope: its deadline and the id its expiry carries.
+/// The [`timeout`](crate::timeout()) in force in a task: its deadline and
+/// the id its expiry carries. Kept here, in the task's context, so that it
+/// follows the task across its pauses; only the `timeout` module makes and
+/// reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Scope {
+pub(crate) struct TimeoutScope {
     pub(crate) deadline: std::time::Instant,
     pub(crate) id: u64,
 }
@@ -76,10 +91,11 @@ pub(crate) struct TaskContext {
     /// Where the guard page is, for stack-overflow reports.
     pub(crate) guard: GuardInfo,
     pub(crate) id: TaskId,
-    /// The coroutine's yielder, set when the body starts.
+    /// The coroutine's yielder, set when the coroutine starts, before the
+    /// body runs.
     yielder: Cell<*const Yielder<Resume, Op>>,
-    /// The task's earliest active [`timeout`](crate::timeout()) scope.
-    scope: Cell<Option<Scope>>,
+    /// The task's earliest active [`timeout`](crate::timeout()).
+    timeout: Cell<Option<TimeoutScope>>,
     /// About where the stack pointer was when the task last paused (the
     /// address of a local of [`TaskContext::pause`]), or 0 before the first pause:
     /// the frames a resume returns through lie just around it.
@@ -126,6 +142,16 @@ pub(crate) struct TaskHeader {
     /// The tasks waiting for this one's end; the scheduler's, reached
     /// through [`OwnedHeader::joiners`].
     joiners: Joiners,
+    /// The task's name, if it was given one.
+    ///
+    /// # Invariant
+    ///
+    /// Kept for as long as the coroutine exists, teardown included: the
+    /// name pointer in [`TaskContext::guard`] points into this string, and
+    /// the stack-overflow report and the panic message read it while the
+    /// task runs or is unwound, after the scheduler may have dropped its
+    /// own record of the task.
+    name: Option<Rc<str>>,
 }
 
 /// The tasks waiting for one task's end (in [`Op::Join`](crate::raw::Op::Join),
@@ -166,10 +192,10 @@ impl Joiners {
 pub(crate) struct OwnedHeader(NonNull<TaskHeader>);
 
 impl OwnedHeader {
-    /// Bytes to reserve at the top of a task's stack for its body.
+    /// Bytes to reserve at the top of a task's stack for its header.
     pub(crate) const SIZE: usize = std::mem::size_of::<TaskHeader>();
 
-    /// Writes a body for `co` at `at`.
+    /// Writes the header of a task running `co` at `at`.
     ///
     /// # Safety
     ///
@@ -181,6 +207,7 @@ impl OwnedHeader {
         co: TaskCoroutine,
         id: TaskId,
         guard: GuardInfo,
+        name: Option<Rc<str>>,
     ) -> OwnedHeader {
         let at = at.cast::<TaskHeader>();
         const { assert!(std::mem::align_of::<TaskHeader>() <= 64) };
@@ -193,24 +220,25 @@ impl OwnedHeader {
                     guard,
                     id,
                     yielder: Cell::new(ptr::null()),
-                    scope: Cell::new(None),
+                    timeout: Cell::new(None),
                     paused_sp: Cell::new(0),
                     locals: LocalsSlot(Cell::new(None)),
                 },
                 joiners: Joiners::default(),
+                name,
             });
         }
         OwnedHeader(at)
     }
 
-    /// The body's address, for [`resume_task`].
+    /// The header's address, for [`resume_task`].
     pub(crate) fn as_ptr(&self) -> NonNull<TaskHeader> {
         self.0
     }
 
     /// The tasks waiting for this one's end.
     pub(crate) fn joiners(&mut self) -> &mut Joiners {
-        // SAFETY: the body is live while `self` is (see `new_in`), and
+        // SAFETY: the header is live while `self` is (see `new_in`), and
         // nothing else reaches `joiners`: the running task's coroutine is
         // borrowed field by field (`co`, `cx`), never as a whole header, so
         // this borrow overlaps none, even when the task is the running one.
@@ -226,14 +254,18 @@ impl Drop for OwnedHeader {
         // already) are moved out first and never touched in place again:
         // the coroutine's drop below gives their memory away.
         let joiners = unsafe { ptr::read(ptr::addr_of!((*p).joiners)) };
+        // SAFETY: as for the joiners. The name is held here until the
+        // coroutine is gone, so it outlives the task's teardown.
+        let name = unsafe { ptr::read(ptr::addr_of!((*p).name)) };
         // SAFETY: as above. The coroutine is dropped in place through the
         // raw pointer, because unwinding it runs task code that reads `cx`
         // through the thread-local's pointer. Dropping it returns its
-        // stack, and with it the memory of this body, to the pool: nothing
-        // touches the body after this line (`cx` needs no drop: its
+        // stack, and with it the memory of this header, to the pool: nothing
+        // touches the header after this line (`cx` needs no drop: its
         // task-locals slot was emptied by the task's body).
         unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*p).co)) };
         drop(joiners);
+        drop(name);
     }
 }
 
@@ -249,28 +281,28 @@ fn running_cx() -> Option<&'static TaskContext> {
     let cx = CURRENT.with(Cell::get);
     // SAFETY: a non-null CURRENT points at the context of the task whose
     // coroutine is running (or being torn down) on this thread: set by
-    // `resume_task`/`drop_task` from a live body and cleared (restored)
-    // before that call returns, so the body outlives every use made of it
+    // `resume_task`/`drop_task` from a live header and cleared (restored)
+    // before that call returns, so the header outlives every use made of it
     // from the task's own stack. The `'static` never escapes this module's
     // callers, which use it within the task's run.
     unsafe { cx.as_ref() }
 }
 
-/// The running task's earliest timeout scope.
-pub(crate) fn scope() -> Option<Scope> {
-    running_cx().and_then(|cx| cx.scope.get())
+/// The running task's earliest active timeout.
+pub(crate) fn timeout_scope() -> Option<TimeoutScope> {
+    running_cx().and_then(|cx| cx.timeout.get())
 }
 
-/// Replaces the running task's timeout scope, returning the old one.
-pub(crate) fn set_scope(scope: Option<Scope>) -> Option<Scope> {
-    running_cx().and_then(|cx| cx.scope.replace(scope))
+/// Replaces the running task's timeout, returning the old one.
+pub(crate) fn set_timeout_scope(timeout: Option<TimeoutScope>) -> Option<TimeoutScope> {
+    running_cx().and_then(|cx| cx.timeout.replace(timeout))
 }
 
 impl TaskContext {
-    /// The task's earliest active timeout scope.
+    /// The task's earliest active timeout.
     #[inline]
-    pub(crate) fn scope(&self) -> Option<Scope> {
-        self.scope.get()
+    pub(crate) fn timeout_scope(&self) -> Option<TimeoutScope> {
+        self.timeout.get()
     }
 
     /// Switches to the scheduler with `op` and returns the answer it
@@ -313,19 +345,19 @@ pub(crate) fn with_running<R>(f: impl FnOnce(Option<&TaskContext>) -> R) -> R {
     f(running_cx())
 }
 
-/// Where the task of `body` last paused: see [`prefetch_task`].
+/// Where the task of `header` last paused: see [`prefetch_task`].
 ///
 /// # Safety
 ///
-/// `body` must be a live body.
-pub(crate) unsafe fn paused_sp(body: NonNull<TaskHeader>) -> usize {
-    // SAFETY: the body is live by the contract; `paused_sp` is a plain
+/// `header` must be a live header.
+pub(crate) unsafe fn paused_sp(header: NonNull<TaskHeader>) -> usize {
+    // SAFETY: the header is live by the contract; `paused_sp` is a plain
     // `Cell<usize>` that only its own task writes, and that task is paused.
-    unsafe { (*ptr::addr_of!((*body.as_ptr()).cx)).paused_sp.get() }
+    unsafe { (*ptr::addr_of!((*header.as_ptr()).cx)).paused_sp.get() }
 }
 
 /// Asks the CPU to start loading what resuming a paused task touches
-/// first: its body at `body` (the coroutine's saved stack pointer) and the
+/// first: its header at `header` (the coroutine's saved stack pointer) and the
 /// stack around `sp`, where it last paused (see [`paused_sp`]): the
 /// registers the switch saved lie below that point, the frames the resume
 /// returns through above.
@@ -342,12 +374,12 @@ pub(crate) unsafe fn paused_sp(body: NonNull<TaskHeader>) -> usize {
 /// nor changes anything but the cache, so a stale address costs nothing
 /// but a wasted load. On targets other than x86-64 this does nothing.
 #[inline]
-pub(crate) fn prefetch_task(body: usize, sp: usize) {
+pub(crate) fn prefetch_task(header: usize, sp: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         let mut off = 0;
         while off < HOT_HEADER {
-            prefetch_line(body.wrapping_add(off));
+            prefetch_line(header.wrapping_add(off));
             off += 64;
         }
         if sp != 0 {
@@ -360,7 +392,7 @@ pub(crate) fn prefetch_task(body: usize, sp: usize) {
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (body, sp);
+    let _ = (header, sp);
 }
 
 /// Asks for the cache line holding `addr` (any address: a prefetch
@@ -387,7 +419,8 @@ const PREFETCH_BELOW: usize = 256;
 #[cfg(target_arch = "x86_64")]
 const PREFETCH_ABOVE: usize = 512;
 
-/// Records the running task's yielder; called first thing in a task's body.
+/// Records the running task's yielder; called first thing on a task's
+/// coroutine, before its body runs.
 fn enter_task(yielder: &Yielder<Resume, Op>) {
     if let Some(cx) = running_cx() {
         cx.yielder.set(yielder);
@@ -402,11 +435,11 @@ fn enter_task(yielder: &Yielder<Resume, Op>) {
 ///
 /// # Safety
 ///
-/// `body` must come from a live [`OwnedHeader`] that is not dropped, and whose
+/// `header` must come from a live [`OwnedHeader`] that is not dropped, and whose
 /// coroutine is not otherwise borrowed, until this call returns.
 #[inline]
 pub(crate) unsafe fn resume_task(
-    body: NonNull<TaskHeader>,
+    header: NonNull<TaskHeader>,
     value: Resume,
 ) -> CoroutineResult<Op, ()> {
     /// Clears the task context however the resume ends.
@@ -416,8 +449,8 @@ pub(crate) unsafe fn resume_task(
             CURRENT.with(|c| c.set(ptr::null()));
         }
     }
-    let p = body.as_ptr();
-    // SAFETY: by this function's contract the body is alive and its
+    let p = header.as_ptr();
+    // SAFETY: by this function's contract the header is alive and its
     // coroutine is ours to resume for the duration; `cx` and `co` are
     // reached as separate fields, so the shared reads of `cx` made by the
     // task while it runs never overlap the `&mut` of the coroutine.
@@ -428,12 +461,13 @@ pub(crate) unsafe fn resume_task(
     }
 }
 
-/// Drops a task's body. A suspended coroutine is unwound first, so the
+/// Drops a task's header, and with it its coroutine and stack. A suspended
+/// coroutine is unwound first, so the
 /// destructors of everything on its stack run; the task's body sees the
 /// unwind as forced and lets it pass. The caller's task context is restored
 /// afterwards, so a task torn down from inside another task (a
 /// cancellation) leaves the outer task's context as it was.
-pub(crate) fn drop_task(body: OwnedHeader) {
+pub(crate) fn drop_task(header: OwnedHeader) {
     /// Puts back the context that was current before the teardown.
     struct Restore(*const TaskContext, bool);
     impl Drop for Restore {
@@ -442,13 +476,14 @@ pub(crate) fn drop_task(body: OwnedHeader) {
             FORCED_UNWIND.with(|f| f.set(self.1));
         }
     }
-    // SAFETY: the body is alive until `body` drops at the end of this call.
-    let cx = unsafe { ptr::addr_of!((*body.as_ptr().as_ptr()).cx) };
+    // SAFETY: the header is alive until `header` drops at the end of this
+    // call.
+    let cx = unsafe { ptr::addr_of!((*header.as_ptr().as_ptr()).cx) };
     let _restore = Restore(
         CURRENT.with(|c| c.replace(cx)),
         FORCED_UNWIND.with(|f| f.replace(true)),
     );
-    drop(body);
+    drop(header);
 }
 
 /// The guard info of the task running on this thread, or null; read by the
@@ -462,6 +497,24 @@ pub(crate) fn running_guard() -> *const GuardInfo {
     // SAFETY: a non-null CURRENT points at a live context (see
     // `running_cx`); this only computes a field address.
     unsafe { ptr::addr_of!((*cx).guard) }
+}
+
+/// Runs `f` with the label of the task running (or being torn down) on
+/// this thread, or `None` when no task runs here.
+pub(crate) fn with_running_label<R>(f: impl FnOnce(Option<TaskLabel<'_>>) -> R) -> R {
+    let Some(cx) = running_cx() else {
+        return f(None);
+    };
+    let g = &cx.guard;
+    let name = (g.name_len > 0).then(|| {
+        // SAFETY: `name_ptr`/`name_len` were taken from the task's name,
+        // which its header holds for as long as the coroutine exists (see
+        // `TaskHeader::name`), and the coroutine exists while its context
+        // is the running one.
+        let bytes = unsafe { std::slice::from_raw_parts(g.name_ptr as *const u8, g.name_len) };
+        std::str::from_utf8(bytes).unwrap_or("?")
+    });
+    f(Some(TaskLabel { serial: g.id, name }))
 }
 
 /// True while the scheduler is unwinding a task it tears down.

@@ -15,9 +15,8 @@ use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use crate::protocol::{Op, ParkToken, Resume};
-use crate::scheduler;
-use crate::task::{self, Scope};
+use crate::protocol::{Op, Resume};
+use crate::task::{self, TimeoutScope};
 
 /// The error of a [`timeout`] whose deadline passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,23 +89,23 @@ pub fn timeout_at<T>(deadline: Instant, f: impl FnOnce() -> T) -> Result<T, Elap
          call it from inside yieldloop::run(..) or a task it spawned"
     );
     let id = NEXT_SCOPE.with(|n| n.replace(n.get() + 1));
-    let outer = task::scope();
+    let outer = task::timeout_scope();
     // Only the earliest deadline matters: an outer scope that ends first
     // stays in charge, and its expiry passes through this one.
     let effective = match outer {
         Some(o) if o.deadline <= deadline => o,
-        _ => Scope { deadline, id },
+        _ => TimeoutScope { deadline, id },
     };
 
     /// Puts the enclosing scope back however `f` ends.
-    struct Reset(Option<Scope>);
+    struct Reset(Option<TimeoutScope>);
     impl Drop for Reset {
         fn drop(&mut self) {
-            task::set_scope(self.0);
+            task::set_timeout_scope(self.0);
         }
     }
 
-    task::set_scope(Some(effective));
+    task::set_timeout_scope(Some(effective));
     let reset = Reset(outer);
     let result = panic::catch_unwind(AssertUnwindSafe(f));
     drop(reset);
@@ -119,63 +118,46 @@ pub fn timeout_at<T>(deadline: Instant, f: impl FnOnce() -> T) -> Result<T, Elap
 }
 
 /// Ends the scope: unwinds to its `timeout` call.
-fn expire(scope: Scope) -> ! {
-    panic::resume_unwind(Box::new(Expired(scope.id)))
+fn expire(timeout: TimeoutScope) -> ! {
+    panic::resume_unwind(Box::new(Expired(timeout.id)))
 }
 
-/// `suspend` inside a timeout scope: the op's deadline becomes the earlier
-/// of its own and the scope's; if the scope's is what ends the pause, the
-/// scope expires.
-pub(crate) fn scoped(op: Op, scope: Scope, raw: impl Fn(Op) -> Resume) -> Resume {
-    let s = scope.deadline;
-    // Does the scope end before `own` (the op's own deadline, if any)?
-    let scope_first = |own: Option<Instant>| own.map_or(true, |d| s < d);
-    match op {
+/// `suspend` inside a timeout: a rewrite of the op, then the pause. The
+/// deadline of the op's wait becomes the earlier of its own and the
+/// timeout's; if the timeout's is what ends the pause, the timeout expires.
+///
+/// Every wait but `Yield` carries a deadline, so none needs more than the
+/// rewrite: this module never reaches into the scheduler.
+pub(crate) fn scoped(op: Op, timeout: TimeoutScope, raw: impl Fn(Op) -> Resume) -> Resume {
+    let s = timeout.deadline;
+    // Does the timeout end before `own` (the op's own deadline, if any)?
+    let timeout_first = |own: Option<Instant>| own.map_or(true, |d| s < d);
+    let narrowed = match op {
         Op::Yield => {
+            // A deadline `<= now` is due.
             if Instant::now() >= s {
-                expire(scope);
+                expire(timeout);
             }
-            raw(Op::Yield)
+            return raw(Op::Yield);
         }
-        Op::Wait(d) if s < d => match raw(Op::Wait(s)) {
-            Resume::Ready => expire(scope),
-            other => other,
-        },
-        Op::ReadReady(io, d) if scope_first(d) => {
-            expired_on_timeout(raw(Op::ReadReady(io, Some(s))), scope)
-        }
-        Op::WriteReady(io, d) if scope_first(d) => {
-            expired_on_timeout(raw(Op::WriteReady(io, Some(s))), scope)
-        }
-        Op::Accept(io, d) if scope_first(d) => {
-            expired_on_timeout(raw(Op::Accept(io, Some(s))), scope)
-        }
-        Op::Park(t, d) if scope_first(d) => expired_on_timeout(raw(Op::Park(t, Some(s))), scope),
-        Op::Join(task) => {
-            // A join has no deadline of its own: wait for the task's end as
-            // a park that the task's end unparks.
-            let Some(me) = task::current_task() else {
-                return raw(Op::Join(task));
+        // A sleep that reaches its (narrowed) deadline is answered `Ready`,
+        // not `TimedOut`.
+        Op::Wait(d) if s < d => {
+            return match raw(Op::Wait(s)) {
+                Resume::Ready => expire(timeout),
+                other => other,
             };
-            let token = scheduler::with_scheduler("timeout", |sched| {
-                let wait = sched.wait_token(me.key);
-                sched.watch_task(wait, task).then_some(ParkToken {
-                    wait,
-                    sched: sched.id,
-                })
-            });
-            match token {
-                Some(token) => expired_on_timeout(raw(Op::Park(token, Some(s))), scope),
-                None => Resume::Ready,
-            }
         }
-        other => raw(other),
-    }
-}
-
-fn expired_on_timeout(r: Resume, scope: Scope) -> Resume {
-    match r {
-        Resume::TimedOut => expire(scope),
+        Op::ReadReady(io, d) if timeout_first(d) => Op::ReadReady(io, Some(s)),
+        Op::WriteReady(io, d) if timeout_first(d) => Op::WriteReady(io, Some(s)),
+        Op::Accept(io, d) if timeout_first(d) => Op::Accept(io, Some(s)),
+        Op::Join(task, d) if timeout_first(d) => Op::Join(task, Some(s)),
+        Op::Park(t, d) if timeout_first(d) => Op::Park(t, Some(s)),
+        // The op's own deadline comes first: its `TimedOut` is its own.
+        other => return raw(other),
+    };
+    match raw(narrowed) {
+        Resume::TimedOut => expire(timeout),
         other => other,
     }
 }

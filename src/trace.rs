@@ -177,7 +177,7 @@ impl fmt::Display for ShowOp<'_> {
             Op::ReadReady(io, d) => write!(f, "ReadReady(io {}{})", io.key, dl(d)),
             Op::WriteReady(io, d) => write!(f, "WriteReady(io {}{})", io.key, dl(d)),
             Op::Accept(io, d) => write!(f, "Accept(io {}{})", io.key, dl(d)),
-            Op::Join(t) => write!(f, "Join(task {})", t.serial),
+            Op::Join(t, d) => write!(f, "Join(task {}{})", t.serial, dl(d)),
             Op::Park(_, d) => write!(f, "Park({})", dl(d).trim_start_matches(", ")),
         }
     }

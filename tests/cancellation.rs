@@ -410,7 +410,7 @@ fn cancel_joiner_leaves_joined_task_running() {
         // `inner`'s handle went down with `outer`, so `inner` is detached;
         // it still finishes. Watch it through a second task's join by id.
         let watcher = spawn(move || {
-            let r = yieldloop::raw::suspend(yieldloop::raw::Op::Join(inner_id));
+            let r = yieldloop::raw::suspend(yieldloop::raw::Op::Join(inner_id, None));
             matches!(r, yieldloop::raw::Resume::Ready)
         });
         let start = Instant::now();

@@ -55,7 +55,7 @@ fn run_slow_child(mode: &str) -> String {
 fn slow_task_is_named() {
     let stderr = run_slow_child("on");
     assert!(
-        stderr.contains("task 2 (number-cruncher) ran for"),
+        stderr.contains("task 'number-cruncher' (id 2) ran for"),
         "no warning in: {stderr}"
     );
     assert!(stderr.contains("yield_now"), "no advice in: {stderr}");
@@ -73,7 +73,7 @@ fn stuck_task_is_reported_while_it_runs() {
         "no report while running in: {stderr}"
     );
     assert!(
-        stderr.contains("task 2 (number-cruncher) ran for"),
+        stderr.contains("task 'number-cruncher' (id 2) ran for"),
         "no warning after the resume in: {stderr}"
     );
     let stderr = run_slow_child("on");

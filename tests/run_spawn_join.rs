@@ -471,7 +471,7 @@ fn run_reports_deadlock_instead_of_hanging() {
             let main_id = current_id().unwrap();
             // The child waits for main to end, main waits for the child.
             let child = spawn(move || {
-                let _ = yieldloop::raw::suspend(Op::Join(main_id));
+                let _ = yieldloop::raw::suspend(Op::Join(main_id, None));
             });
             let _ = child.join();
         })

@@ -6,6 +6,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use yieldloop::net::{TcpListener, TcpStream};
+use yieldloop::raw::{suspend, Op, Resume};
 use yieldloop::{sleep, spawn, timeout, yield_now};
 
 /// A sleep longer than the timeout is cut short, no earlier than the
@@ -98,6 +99,82 @@ fn join_inside_timeout() {
             timeout(Duration::from_secs(5), move || quick.join().unwrap()),
             Ok(9)
         );
+    });
+}
+
+/// A raw join with a deadline is answered `TimedOut` when the deadline comes
+/// first, not before it; the task it left goes on, and its end later wakes
+/// nothing (a sleep after the abandoned join runs its full length).
+#[test]
+fn raw_join_deadline_passes_first() {
+    yieldloop::run(|| {
+        let slow = spawn(|| {
+            sleep(Duration::from_millis(40));
+            5
+        });
+        let start = Instant::now();
+        let answer = suspend(Op::Join(slow.id(), Some(start + Duration::from_millis(10))));
+        assert!(matches!(answer, Resume::TimedOut), "got {answer:?}");
+        assert!(start.elapsed() >= Duration::from_millis(10));
+        assert!(!slow.is_finished());
+        // The slow task ends during this sleep; its end must not cut it short.
+        let nap = Instant::now();
+        sleep(Duration::from_millis(100));
+        assert!(nap.elapsed() >= Duration::from_millis(100));
+        assert!(slow.is_finished());
+        assert_eq!(slow.join().unwrap(), 5);
+    });
+}
+
+/// A raw join with a deadline is answered `Ready` when the task ends first,
+/// and the deadline left behind wakes nothing later.
+#[test]
+fn raw_join_task_ends_first() {
+    yieldloop::run(|| {
+        let quick = spawn(|| {
+            sleep(Duration::from_millis(5));
+            7
+        });
+        let start = Instant::now();
+        let answer = suspend(Op::Join(
+            quick.id(),
+            Some(start + Duration::from_millis(50)),
+        ));
+        assert!(matches!(answer, Resume::Ready), "got {answer:?}");
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert!(quick.is_finished());
+        // The join's old deadline passes during this sleep and must not end it.
+        let nap = Instant::now();
+        sleep(Duration::from_millis(100));
+        assert!(nap.elapsed() >= Duration::from_millis(100));
+        assert_eq!(quick.join().unwrap(), 7);
+    });
+}
+
+/// Inside a timeout, a join's own earlier deadline stays its own: the join is
+/// answered `TimedOut` and the timeout does not expire; when the timeout's
+/// deadline is the earlier, the timeout expires instead.
+#[test]
+fn join_deadline_against_timeout() {
+    yieldloop::run(|| {
+        let slow = spawn(|| sleep(Duration::from_millis(500)));
+        let id = slow.id();
+        let own = timeout(Duration::from_secs(5), || {
+            suspend(Op::Join(
+                id,
+                Some(Instant::now() + Duration::from_millis(10)),
+            ))
+        });
+        assert!(matches!(own, Ok(Resume::TimedOut)), "got {own:?}");
+        let start = Instant::now();
+        let scoped = timeout(Duration::from_millis(10), || {
+            suspend(Op::Join(id, Some(Instant::now() + Duration::from_secs(5))))
+        });
+        assert!(scoped.is_err(), "the timeout should expire, got {scoped:?}");
+        assert!(start.elapsed() >= Duration::from_millis(10));
+        assert!(start.elapsed() < Duration::from_secs(5));
+        slow.cancel();
+        assert!(slow.join().unwrap_err().is_cancelled());
     });
 }
 

@@ -38,6 +38,27 @@ impl fmt::Display for TaskId {
     }
 }
 
+/// How messages for users name a task: `task 'conn-7' (id 12)` when it was
+/// given a name, `task 12` when not. The panic message of a task, the
+/// slow-task warning and the stuck-task report all use it, so one task reads
+/// the same everywhere.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TaskLabel<'a> {
+    /// The task's serial number (see [`TaskId::as_u64`]).
+    pub(crate) serial: u64,
+    /// The name given with [`Builder::name`](crate::Builder::name), if any.
+    pub(crate) name: Option<&'a str>,
+}
+
+impl fmt::Display for TaskLabel<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name {
+            Some(name) => write!(f, "task '{name}' (id {})", self.serial),
+            None => write!(f, "task {}", self.serial),
+        }
+    }
+}
+
 /// Names one pause of one task: "wake the task in slot `key` if it is still
 /// in wait `token`".
 ///

@@ -49,9 +49,11 @@ pub enum Op {
     /// answered with [`Resume::TimedOut`] if it passes first.
     Accept(IoId, Option<Instant>),
     /// Wait until the task ends, however it ends. Answered with
-    /// [`Resume::Ready`] at once if it has ended already; the outcome itself
-    /// is collected from the [`JoinHandle`](crate::JoinHandle).
-    Join(TaskId),
+    /// [`Resume::Ready`] (at once if it has ended already, or if it is the
+    /// calling task, which could never end while it waits); the outcome
+    /// itself is collected from the [`JoinHandle`](crate::JoinHandle). With a
+    /// deadline, answered with [`Resume::TimedOut`] if it passes first.
+    Join(TaskId, Option<Instant>),
     /// Park until the [`ParkToken`] is unparked (answered
     /// with [`Resume::Ready`]) or the deadline passes ([`Resume::TimedOut`]).
     /// The building block of channels, mutexes and other waiting

@@ -109,6 +109,8 @@ impl Core {
 
 impl Scheduler {
     pub(crate) fn new() -> io::Result<Scheduler> {
+        // Panic messages inside tasks name the task from now on.
+        task::install_panic_hook();
         Ok(Scheduler {
             id: SchedulerId::next(),
             core: RefCell::new(Core {
@@ -150,7 +152,8 @@ impl Scheduler {
         };
         guard.id = id.serial;
         if let Some(n) = &name {
-            // The name lives in the task record as long as the task runs.
+            // The header keeps a clone of the name for as long as the
+            // coroutine exists, teardown included.
             guard.name_ptr = n.as_ptr() as usize;
             guard.name_len = n.len();
         }
@@ -162,11 +165,12 @@ impl Scheduler {
             header: header_at.as_ptr() as usize,
             paused_sp: 0,
         };
+        // SAFETY: `header_at` was reserved on the stack `co` runs on.
+        let header = unsafe { OwnedHeader::new_in(header_at, co, id, guard, name.clone()) };
         entry.insert(Task {
             id,
             name,
-            // SAFETY: `header_at` was reserved on the stack `co` runs on.
-            header: Some(unsafe { OwnedHeader::new_in(header_at, co, id, guard) }),
+            header: Some(header),
             state: TaskState::Queued,
             resume: None,
         });

@@ -26,12 +26,15 @@ impl Core {
                 self.timers.insert(deadline, wait, TimerKind::Sleep);
                 return;
             }
-            Op::Join(target) => {
+            Op::Join(target, deadline) => {
                 self.set_waiting(wait, false);
                 let filed = match self.tasks.get_mut(target) {
                     Some(Task {
                         header: Some(h), ..
                     }) if target != id => {
+                        // A join that times out leaves its token behind in
+                        // the list; the target's end then finds the task no
+                        // longer in that wait and wakes nothing.
                         h.joiners().push(wait);
                         true
                     }
@@ -41,6 +44,8 @@ impl Core {
                     // Ended already (or joining itself, which could never
                     // end): answer at once.
                     self.waking().wake(wait, Resume::Ready, "now");
+                } else if let Some(deadline) = deadline {
+                    self.arm_deadline(wait, deadline);
                 }
                 return;
             }

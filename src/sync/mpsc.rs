@@ -284,190 +284,154 @@ impl Flavor for CrossThread {
     }
 }
 
-/// Creates an unbounded channel between threads. Sends never pause or
-/// block; a receive parks the task (or blocks the plain thread) until a
-/// message comes.
-///
-/// # Examples
-///
-/// ```
-/// use yieldloop::sync::mpsc;
-///
-/// let (tx, rx) = mpsc::channel();
-/// let producer = std::thread::spawn(move || {
-///     for i in 0..5 {
-///         tx.send(i).unwrap();
-///     }
-/// });
-/// let got: Vec<i32> = yieldloop::run(move || rx.iter().collect());
-/// assert_eq!(got, [0, 1, 2, 3, 4]);
-/// producer.join().unwrap();
-/// ```
-pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
-    let chan = Arc::new(Chan::new(None, CrossThread::new()));
-    (Sender { chan: chan.clone() }, Receiver { chan })
-}
+channel_handles! {
+    shared: Arc<Chan>,
+    flavor: CrossThread::new(),
 
-/// Creates a bounded channel between threads holding at most `bound`
-/// messages. A send on a full channel parks the task, or blocks the plain
-/// thread, until a receive makes room; parked senders are served in the
-/// order they came. `bound == 0` makes a rendezvous channel, as for the
-/// single-thread [`sync_channel`](super::local::sync_channel).
-///
-/// # Examples
-///
-/// ```
-/// use yieldloop::sync::mpsc;
-///
-/// let (tx, rx) = mpsc::sync_channel(1);
-/// // A plain thread: the second send blocks it until the task receives.
-/// let producer = std::thread::spawn(move || {
-///     for i in 0..3 {
-///         tx.send(i).unwrap();
-///     }
-/// });
-/// let got: Vec<i32> = yieldloop::run(move || rx.iter().collect());
-/// assert_eq!(got, [0, 1, 2]);
-/// producer.join().unwrap();
-/// ```
-pub fn sync_channel<T>(bound: usize) -> (SyncSender<T>, Receiver<T>) {
-    let chan = Arc::new(Chan::new(Some(bound), CrossThread::new()));
-    (SyncSender { chan: chan.clone() }, Receiver { chan })
-}
-
-/// The sending half of an unbounded cross-thread [`channel`].
-pub struct Sender<T> {
-    chan: Arc<Chan<T>>,
-}
-
-impl<T> Sender<T> {
-    /// Sends `value`. Never pauses or blocks (beyond the channel's lock).
-    ///
-    /// # Errors
-    ///
-    /// [`SendError`], carrying `value` back, if the receiver is gone.
-    pub fn send(&self, value: T) -> Result<(), SendError<T>> {
-        self.chan
-            .try_send(value)
-            .map_err(|e| SendError(e.into_inner()))
-    }
-}
-
-/// The sending half of a bounded cross-thread [`sync_channel`].
-pub struct SyncSender<T> {
-    chan: Arc<Chan<T>>,
-}
-
-impl<T> SyncSender<T> {
-    /// Sends `value`; while the channel is full, parks the task (inside a
-    /// task) or blocks the thread (outside one).
-    ///
-    /// # Cancellation
-    ///
-    /// A task cancelled while parked here withdraws its value, unless a
-    /// receiver took it first (then the send happened).
-    ///
-    /// # Errors
-    ///
-    /// [`SendError`], carrying `value` back, if the receiver is gone (also
-    /// when it goes while this send waits), or if the send would have to
-    /// pause in a task that is unwinding.
-    pub fn send(&self, value: T) -> Result<(), SendError<T>> {
-        self.chan.send(value)
-    }
-
-    /// Sends `value` if that can be done without waiting.
-    ///
-    /// # Errors
-    ///
-    /// [`TrySendError::Full`] or [`TrySendError::Disconnected`], carrying
-    /// `value` back.
-    pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        self.chan.try_send(value)
-    }
-}
-
-/// The receiving half of a cross-thread channel.
-///
-/// It may be used from a task or a plain thread. It is also `Sync`: several
-/// threads may receive from one `&Receiver`, each message going to one of
-/// them, first come, first served.
-pub struct Receiver<T> {
-    chan: Arc<Chan<T>>,
-}
-
-impl<T> Receiver<T> {
-    /// Receives the next message; parks the task (or blocks the thread)
-    /// until one comes.
-    ///
-    /// # Errors
-    ///
-    /// [`RecvError`] once the channel is empty and every sender is gone,
-    /// or if it would have to pause in a task that is unwinding.
-    pub fn recv(&self) -> Result<T, RecvError> {
-        self.chan.recv_deadline(None).map_err(|_| RecvError)
-    }
-
-    /// Receives a message if one is there, without waiting.
-    ///
-    /// # Errors
-    ///
-    /// [`TryRecvError::Empty`] or [`TryRecvError::Disconnected`].
-    pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        self.chan.try_recv()
-    }
-
-    /// Like [`recv`](Self::recv), giving up after `timeout`.
-    ///
-    /// # Errors
-    ///
-    /// [`RecvTimeoutError::Timeout`] if the time ran out first,
-    /// [`RecvTimeoutError::Disconnected`] as for `recv`.
+    /// Creates an unbounded channel between threads. Sends never pause or
+    /// block; a receive parks the task (or blocks the plain thread) until a
+    /// message comes.
     ///
     /// # Examples
     ///
     /// ```
-    /// use std::time::Duration;
-    /// use yieldloop::sync::mpsc::{self, RecvTimeoutError};
+    /// use yieldloop::sync::mpsc;
     ///
-    /// let (tx, rx) = mpsc::channel::<u8>();
-    /// // On a plain thread: blocks for 10 ms.
-    /// assert_eq!(
-    ///     rx.recv_timeout(Duration::from_millis(10)),
-    ///     Err(RecvTimeoutError::Timeout)
-    /// );
-    /// drop(tx);
-    /// assert_eq!(
-    ///     rx.recv_timeout(Duration::from_millis(10)),
-    ///     Err(RecvTimeoutError::Disconnected)
-    /// );
+    /// let (tx, rx) = mpsc::channel();
+    /// let producer = std::thread::spawn(move || {
+    ///     for i in 0..5 {
+    ///         tx.send(i).unwrap();
+    ///     }
+    /// });
+    /// let got: Vec<i32> = yieldloop::run(move || rx.iter().collect());
+    /// assert_eq!(got, [0, 1, 2, 3, 4]);
+    /// producer.join().unwrap();
     /// ```
-    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        let deadline = crate::time::deadline_after(timeout);
-        self.chan.recv_deadline(Some(deadline))
-    }
+    pub fn channel;
 
-    /// Like [`recv`](Self::recv), giving up at `deadline`.
+    /// Creates a bounded channel between threads holding at most `bound`
+    /// messages. A send on a full channel parks the task, or blocks the plain
+    /// thread, until a receive makes room; parked senders are served in the
+    /// order they came. `bound == 0` makes a rendezvous channel, as for the
+    /// single-thread [`sync_channel`](super::local::sync_channel).
     ///
-    /// # Errors
+    /// # Examples
     ///
-    /// As for [`recv_timeout`](Self::recv_timeout).
-    pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
-        self.chan.recv_deadline(Some(deadline))
+    /// ```
+    /// use yieldloop::sync::mpsc;
+    ///
+    /// let (tx, rx) = mpsc::sync_channel(1);
+    /// // A plain thread: the second send blocks it until the task receives.
+    /// let producer = std::thread::spawn(move || {
+    ///     for i in 0..3 {
+    ///         tx.send(i).unwrap();
+    ///     }
+    /// });
+    /// let got: Vec<i32> = yieldloop::run(move || rx.iter().collect());
+    /// assert_eq!(got, [0, 1, 2]);
+    /// producer.join().unwrap();
+    /// ```
+    pub fn sync_channel;
+
+    /// The sending half of an unbounded cross-thread [`channel`].
+    pub struct Sender {
+        /// Sends `value`. Never pauses or blocks (beyond the channel's lock).
+        ///
+        /// # Errors
+        ///
+        /// [`SendError`], carrying `value` back, if the receiver is gone.
+        pub fn send;
     }
 
-    /// An iterator that receives until the channel is closed and drained.
-    pub fn iter(&self) -> Iter<'_, T> {
-        Iter { rx: self }
+    /// The sending half of a bounded cross-thread [`sync_channel`].
+    pub struct SyncSender {
+        /// Sends `value`; while the channel is full, parks the task (inside a
+        /// task) or blocks the thread (outside one).
+        ///
+        /// # Cancellation
+        ///
+        /// A task cancelled while parked here withdraws its value, unless a
+        /// receiver took it first (then the send happened).
+        ///
+        /// # Errors
+        ///
+        /// [`SendError`], carrying `value` back, if the receiver is gone (also
+        /// when it goes while this send waits), or if the send would have to
+        /// pause in a task that is unwinding.
+        pub fn send;
+
+        /// Sends `value` if that can be done without waiting.
+        ///
+        /// # Errors
+        ///
+        /// [`TrySendError::Full`] or [`TrySendError::Disconnected`], carrying
+        /// `value` back.
+        pub fn try_send;
     }
 
-    /// An iterator over the messages there now; it never waits.
-    pub fn try_iter(&self) -> TryIter<'_, T> {
-        TryIter { rx: self }
-    }
-}
+    /// The receiving half of a cross-thread channel.
+    ///
+    /// It may be used from a task or a plain thread. It is also `Sync`: several
+    /// threads may receive from one `&Receiver`, each message going to one of
+    /// them, first come, first served.
+    pub struct Receiver {
+        /// Receives the next message; parks the task (or blocks the thread)
+        /// until one comes.
+        ///
+        /// # Errors
+        ///
+        /// [`RecvError`] once the channel is empty and every sender is gone,
+        /// or if it would have to pause in a task that is unwinding.
+        pub fn recv;
 
-channel_handles! {
+        /// Receives a message if one is there, without waiting.
+        ///
+        /// # Errors
+        ///
+        /// [`TryRecvError::Empty`] or [`TryRecvError::Disconnected`].
+        pub fn try_recv;
+
+        /// Like [`recv`](Self::recv), giving up after `timeout`.
+        ///
+        /// # Errors
+        ///
+        /// [`RecvTimeoutError::Timeout`] if the time ran out first,
+        /// [`RecvTimeoutError::Disconnected`] as for `recv`.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use yieldloop::sync::mpsc::{self, RecvTimeoutError};
+        ///
+        /// let (tx, rx) = mpsc::channel::<u8>();
+        /// // On a plain thread: blocks for 10 ms.
+        /// assert_eq!(
+        ///     rx.recv_timeout(Duration::from_millis(10)),
+        ///     Err(RecvTimeoutError::Timeout)
+        /// );
+        /// drop(tx);
+        /// assert_eq!(
+        ///     rx.recv_timeout(Duration::from_millis(10)),
+        ///     Err(RecvTimeoutError::Disconnected)
+        /// );
+        /// ```
+        pub fn recv_timeout;
+
+        /// Like [`recv`](Self::recv), giving up at `deadline`.
+        ///
+        /// # Errors
+        ///
+        /// As for [`recv_timeout`](Self::recv_timeout).
+        pub fn recv_deadline;
+
+        /// An iterator that receives until the channel is closed and drained.
+        pub fn iter;
+
+        /// An iterator over the messages there now; it never waits.
+        pub fn try_iter;
+    }
+
     /// Iterator of [`Receiver::iter`].
     pub struct Iter;
     /// Iterator of [`Receiver::try_iter`].
