@@ -108,6 +108,7 @@ mod blocking;
 mod bridge;
 mod gather;
 mod handoff;
+mod io;
 pub mod net;
 mod park;
 pub mod process;

@@ -28,6 +28,8 @@ const RANKS: &[(&str, u32)] = &[
     ("time", 6),
     ("park", 6),
     ("spawn", 6),
+    // Pausing I/O: registers with the scheduler, pauses through `suspend`.
+    ("io", 6),
     ("scope", 7),
     ("gather", 8),
     ("handoff", 7),
@@ -38,8 +40,8 @@ const RANKS: &[(&str, u32)] = &[
     ("sync", 7),
     ("blocking", 8),
     ("runtime", 8),
-    // Child processes: pipes on `net`'s pausing I/O, waits on the pool.
-    ("process", 10),
+    // Child processes: pipes on `io`, waits on the pool.
+    ("process", 9),
     // 5. The public faces.
     ("raw", 11),
     ("diag", 11),

@@ -2,19 +2,27 @@
 //! counts) and the socket (which reads the count to skip reads bound to
 //! find nothing).
 
-use std::cell::Cell;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The bit of the count that says the end of the stream (or an error) has
-/// been reported. Kept in the same word as the count so that one `Cell`
-/// read gives both.
+/// been reported. Kept in the same word as the count so that one load
+/// gives both.
 const CLOSED: u64 = 1 << 63;
 
 /// How many read events a source has had, and whether one of them reported
 /// the end of the stream or an error. The reactor records events; the
 /// socket takes [`ReadMark`]s to compare.
+///
+/// An `Arc<AtomicU64>` rather than an `Rc<Cell<u64>>`, though only the
+/// scheduler's thread touches it: relaxed loads and stores compile to the
+/// same plain moves as a `Cell`'s, and a socket holding it stays free of
+/// any not-`Send` part but its
+/// [`PinnedToSchedulerThread`](crate::io::PinnedToSchedulerThread) marker,
+/// which is then the one thing rustc names when a socket is moved to
+/// another thread.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ReadEvents(Rc<Cell<u64>>);
+pub(crate) struct ReadEvents(Arc<AtomicU64>);
 
 /// The state of a [`ReadEvents`] at one moment: equal marks mean no read
 /// event came in between.
@@ -25,15 +33,19 @@ impl ReadEvents {
     /// Counts one read event; `closed` when it reported the end of the
     /// stream or an error, which stays recorded from then on.
     pub(crate) fn record(&self, closed: bool) {
-        let n = self.0.get();
+        // Relaxed, and a load then a store rather than a read-modify-write:
+        // only the scheduler's thread counts and reads.
+        let n = self.0.load(Ordering::Relaxed);
         let count = n.wrapping_add(1) & !CLOSED;
         let closed = if closed { CLOSED } else { 0 };
-        self.0.set(count | (n & CLOSED) | closed);
+        self.0
+            .store(count | (n & CLOSED) | closed, Ordering::Relaxed);
     }
 
     /// The count and closed flag now.
+    #[inline]
     pub(crate) fn mark(&self) -> ReadMark {
-        ReadMark(self.0.get())
+        ReadMark(self.0.load(Ordering::Relaxed))
     }
 }
 

@@ -1,26 +1,49 @@
 //! [`PausingIo`]: a non-blocking mio source registered with the current
 //! scheduler, whose calls pause the task instead of returning
 //! `WouldBlock`: the "try, and on `WouldBlock` wait for readiness" loop
-//! every socket uses.
+//! every socket, pipe and signal listener uses.
 
 use std::cell::Cell;
 use std::io;
-use std::marker::PhantomData;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
+use super::{outside_run, PinnedToSchedulerThread};
 use crate::protocol::{IoId, Op, SchedulerId};
 use crate::reactor::{ReadEvents, ReadMark};
 use crate::scheduler;
+use crate::suspend::suspend;
 
 /// Owns a non-blocking mio source and its registration, and runs calls on
 /// it so that a call that would block pauses the task until the source is
 /// ready, then tries again.
 ///
-/// `!Send`: the registration lives in this thread's scheduler.
+/// Neither `Send` nor `Sync` ([`PinnedToSchedulerThread`]): the
+/// registration lives in this thread's scheduler. A type built on it
+/// inherits that, and the compiler says why when it is moved to another
+/// thread:
+///
+/// ```compile_fail,E0277
+/// // A child's pipe is a `PausingIo` inside: it cannot go to a thread.
+/// fn hand_over(out: yieldloop::process::ChildStdout) {
+///     std::thread::spawn(move || drop(out));
+/// }
+/// ```
+///
+/// ```compile_fail,E0277
+/// // Nor can a reference to one, which reads as well as the value.
+/// fn share(stream: &yieldloop::net::TcpStream) {
+///     std::thread::scope(|s| {
+///         s.spawn(|| drop(stream));
+///     });
+/// }
+/// ```
 #[derive(Debug)]
-pub(crate) struct PausingIo<S: mio::event::Source + AsRawFd> {
-    pub(crate) io: S,
+pub(crate) struct PausingIo<S: mio::event::Source> {
+    /// The source itself. Callers get at it only through
+    /// [`get_ref`](Self::get_ref) and [`get_mut`](Self::get_mut), so that
+    /// it stays the source the registration is for.
+    io: S,
     id: IoId,
     /// The scheduler the source is registered with.
     sched: SchedulerId,
@@ -31,21 +54,54 @@ pub(crate) struct PausingIo<S: mio::event::Source + AsRawFd> {
     /// The source's read events (counted by the reactor).
     read_events: ReadEvents,
     /// Their mark when a stream read last came back short; see
-    /// [`Self::do_stream_read`].
+    /// [`Self::read_stream_with`].
     drained_at: Cell<Option<ReadMark>>,
     /// Whether a short read means an empty socket (TCP streams).
     short_read_drains: bool,
-    _not_send: PhantomData<*const ()>,
+    /// Keeps the source on this thread, where its registration is.
+    _pinned: PinnedToSchedulerThread,
 }
 
 impl<S: mio::event::Source + AsRawFd> PausingIo<S> {
-    /// Registers `io` with the current thread's scheduler.
+    /// Registers `io`, which must be in non-blocking mode already (as every
+    /// socket mio makes is), with the current thread's scheduler.
     ///
     /// # Errors
     ///
     /// The registry's error, or `Unsupported` outside a scheduler.
-    pub(crate) fn new(mut io: S) -> io::Result<Self> {
+    pub(crate) fn new(io: S) -> io::Result<Self> {
         let fd = io.as_raw_fd();
+        Self::register(io, fd)
+    }
+}
+
+impl<S: mio::event::Source + AsFd + AsRawFd> PausingIo<S> {
+    /// Switches `io` to non-blocking mode, then registers it as
+    /// [`new`](PausingIo::new) does: for a descriptor from elsewhere (a
+    /// std pipe or socket) whose mode is not known.
+    ///
+    /// # Errors
+    ///
+    /// As for `new`, and the system's error if the mode cannot be set.
+    pub(crate) fn new_nonblocking(io: S) -> io::Result<Self> {
+        super::set_nonblocking(io.as_fd(), true)?;
+        Self::new(io)
+    }
+}
+
+impl<S: mio::event::Source> PausingIo<S> {
+    /// Registers a non-blocking `io` that does not show its descriptor (a
+    /// signal self-pipe): the reactor keeps a descriptor only to accept
+    /// connections on it, which such a source never has.
+    ///
+    /// # Errors
+    ///
+    /// As for [`new`](PausingIo::new).
+    pub(crate) fn without_fd(io: S) -> io::Result<Self> {
+        Self::register(io, -1)
+    }
+
+    fn register(mut io: S, fd: RawFd) -> io::Result<Self> {
         let (sched, (id, read_events)) =
             scheduler::try_with_scheduler(|s| s.register(&mut io, fd).map(|r| (s.id, r)))
                 .unwrap_or_else(|| Err(outside_run()))?;
@@ -58,13 +114,26 @@ impl<S: mio::event::Source + AsRawFd> PausingIo<S> {
             read_events,
             drained_at: Cell::new(None),
             short_read_drains: false,
-            _not_send: PhantomData,
+            _pinned: PinnedToSchedulerThread::NEW,
         })
+    }
+
+    /// The source.
+    #[inline]
+    pub(crate) fn get_ref(&self) -> &S {
+        &self.io
+    }
+
+    /// The source, to call what needs it mutably. It must not be replaced
+    /// by another source (`mem::swap`): the registration would still be
+    /// for the old one.
+    pub(crate) fn get_mut(&mut self) -> &mut S {
+        &mut self.io
     }
 
     /// Declares that a read returning less than asked for empties the
     /// socket's receive queue, as on TCP streams, so that
-    /// [`do_stream_read`](Self::do_stream_read) may skip the read after it.
+    /// [`read_stream_with`](Self::read_stream_with) may skip the read after it.
     /// (Unix streams do not qualify: a read stops early at a change of the
     /// sender's credentials or at passed descriptors, with data still
     /// queued.)
@@ -102,12 +171,12 @@ impl<S: mio::event::Source + AsRawFd> PausingIo<S> {
 
     /// Runs `f` until it does not report `WouldBlock`, pausing the task for
     /// read readiness in between.
-    pub(crate) fn do_read<R>(&self, f: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+    pub(crate) fn read_with<R>(&self, f: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
         self.do_io(f, self.read_timeout.get(), Op::ReadReady)
     }
 
     /// A read of up to `len` bytes from a stream socket, like
-    /// [`do_read`](Self::do_read) but without the read that is bound to
+    /// [`read_with`](Self::read_with) but without the read that is bound to
     /// fail.
     ///
     /// A TCP read that returns fewer bytes than asked for has emptied the
@@ -119,7 +188,7 @@ impl<S: mio::event::Source + AsRawFd> PausingIo<S> {
     /// An end of stream or error the kernel has already reported is not
     /// consumed by a read that returns data, so once an event has carried
     /// one, every read is tried.
-    pub(crate) fn do_stream_read(
+    pub(crate) fn read_stream_with(
         &self,
         len: usize,
         mut f: impl FnMut(&S) -> io::Result<usize>,
@@ -131,7 +200,7 @@ impl<S: mio::event::Source + AsRawFd> PausingIo<S> {
             && self.drained_at.get() == Some(events);
         let deadline = deadline_in(self.read_timeout.get());
         if empty {
-            crate::suspend::suspend(Op::ReadReady(self.id, deadline)).into_io()?;
+            suspend(Op::ReadReady(self.id, deadline)).into_io()?;
         }
         let r = self.retry(&mut f, deadline, Op::ReadReady);
         self.drained_at.set(match r {
@@ -141,8 +210,8 @@ impl<S: mio::event::Source + AsRawFd> PausingIo<S> {
         r
     }
 
-    /// Like [`do_read`](Self::do_read), for write readiness.
-    pub(crate) fn do_write<R>(&self, f: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+    /// Like [`read_with`](Self::read_with), for write readiness.
+    pub(crate) fn write_with<R>(&self, f: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
         self.do_io(f, self.write_timeout.get(), Op::WriteReady)
     }
 
@@ -166,28 +235,49 @@ impl<S: mio::event::Source + AsRawFd> PausingIo<S> {
         loop {
             match f(&self.io) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    crate::suspend::suspend(op(self.id, deadline)).into_io()?;
+                    suspend(op(self.id, deadline)).into_io()?;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 r => return r,
             }
         }
     }
-}
 
-/// The error of a socket call made where it cannot work: outside
-/// `yieldloop::run`, with no scheduler to register the socket with, or,
-/// for a call that must pause, outside a task.
-pub(crate) fn outside_run() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        "yieldloop: sockets can only be created inside yieldloop::run",
-    )
+    /// Pauses the calling task until the source reports read readiness, or
+    /// the read timeout passes. Readiness is an edge: wait only once a call
+    /// has said `WouldBlock` (or found nothing), or the wait may be for an
+    /// event that already came.
+    ///
+    /// # Errors
+    ///
+    /// `Unsupported` outside a task of the scheduler the source is
+    /// registered with; `TimedOut`; `Interrupted` while the task is
+    /// cancelled.
+    pub(crate) fn readable(&self) -> io::Result<()> {
+        self.check_home()?;
+        suspend(Op::ReadReady(self.id, deadline_in(self.read_timeout.get()))).into_io()
+    }
+
+    /// An error unless the caller is a task of the scheduler the source is
+    /// registered with, the only tasks that can wait on it (the calls that
+    /// retry leave this to the scheduler, which refuses an unknown id).
+    fn check_home(&self) -> io::Result<()> {
+        let home =
+            crate::task::in_task() && scheduler::try_with_scheduler(|s| s.id) == Some(self.sched);
+        if home {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "yieldloop: a socket, pipe or signal listener can only be waited on in a task of \
+             the yieldloop::run (or Runtime worker) that created it",
+        ))
+    }
 }
 
 /// The deadline a timeout of `t` from now gives, `None` for no timeout.
 pub(crate) fn deadline_in(t: Option<Duration>) -> Option<Instant> {
-    t.map(crate::time::deadline_after)
+    t.map(crate::timer::deadline_after)
 }
 
 fn check_timeout(t: Option<Duration>) -> io::Result<()> {
@@ -201,7 +291,7 @@ fn check_timeout(t: Option<Duration>) -> io::Result<()> {
     Ok(())
 }
 
-impl<S: mio::event::Source + AsRawFd> Drop for PausingIo<S> {
+impl<S: mio::event::Source> Drop for PausingIo<S> {
     fn drop(&mut self) {
         // Outside its scheduler (after `run` returned) there is nothing to
         // deregister from: closing the descriptor is enough.

@@ -1,0 +1,63 @@
+//! [`PinnedToSchedulerThread`]: the marker that keeps an I/O object on the
+//! thread of the scheduler it is registered with.
+
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+/// Held by every I/O object registered with a scheduler, so that the
+/// object is neither `Send` nor `Sync`: its registration (the slot in the
+/// reactor, the tasks waiting on it) lives in one thread's scheduler, and
+/// only tasks of that scheduler can wait on it. Tasks never move between
+/// threads, and neither does what they wait on.
+///
+/// It is a type of its own, not a bare `PhantomData<*const ()>`, for the
+/// compiler's sake: moving a socket into `std::thread::spawn` or
+/// [`spawn_blocking`](crate::spawn_blocking) then fails with
+/// "`Rc<PinnedToSchedulerThread>` cannot be sent between threads safely",
+/// naming the reason. (An `Rc` rather than a raw pointer inside, because
+/// rustc reports every `Rc`/`Cell` it meets on the way and only then, if
+/// none, a raw pointer; and nothing else in a socket is not `Send`, so the
+/// marker is what a moved socket's error names.) To work with a
+/// connection from another thread, pass the data through a
+/// [channel](crate::sync), or let a task on that thread's own scheduler
+/// open the connection.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct PinnedToSchedulerThread(PhantomData<Rc<PinnedToSchedulerThread>>);
+
+impl PinnedToSchedulerThread {
+    /// The marker, for the constructor of a type that holds it.
+    pub(crate) const NEW: PinnedToSchedulerThread = PinnedToSchedulerThread(PhantomData);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PinnedToSchedulerThread;
+    use crate::io::PausingIo;
+
+    /// Resolves only for a type that is not `Send`: for a `Send` one, the
+    /// two blanket impls both apply and the call is ambiguous, which fails
+    /// to compile. So these tests fail at build time if the marker, or a
+    /// type holding it, ever becomes `Send`.
+    trait AmbiguousIfSend<A> {
+        fn not_send() {}
+    }
+    impl<T: ?Sized> AmbiguousIfSend<()> for T {}
+    impl<T: ?Sized + Send> AmbiguousIfSend<u8> for T {}
+
+    /// The same for `Sync`.
+    trait AmbiguousIfSync<A> {
+        fn not_sync() {}
+    }
+    impl<T: ?Sized> AmbiguousIfSync<()> for T {}
+    impl<T: ?Sized + Sync> AmbiguousIfSync<u8> for T {}
+
+    #[test]
+    fn the_marker_and_what_holds_it_stay_on_their_thread() {
+        <PinnedToSchedulerThread as AmbiguousIfSend<_>>::not_send();
+        <PinnedToSchedulerThread as AmbiguousIfSync<_>>::not_sync();
+        // mio's socket is `Send` and `Sync`: only the wrapper makes it
+        // neither.
+        <PausingIo<mio::net::TcpStream> as AmbiguousIfSend<_>>::not_send();
+        <PausingIo<mio::net::TcpStream> as AmbiguousIfSync<_>>::not_sync();
+    }
+}
