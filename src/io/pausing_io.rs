@@ -302,3 +302,17 @@ impl<S: mio::event::Source> Drop for PausingIo<S> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::pinned::tests::{AmbiguousIfSend, AmbiguousIfSync};
+    use super::PausingIo;
+
+    /// mio's socket is `Send` and `Sync`: only the wrapper makes it
+    /// neither (this fails to build if it ever is either).
+    #[test]
+    fn a_registered_source_stays_on_its_thread() {
+        <PausingIo<mio::net::TcpStream> as AmbiguousIfSend<_>>::not_send();
+        <PausingIo<mio::net::TcpStream> as AmbiguousIfSync<_>>::not_sync();
+    }
+}

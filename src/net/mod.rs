@@ -245,8 +245,8 @@ mod udp;
 mod unix;
 mod unix_datagram;
 
-pub use addr::ToSocketAddrs;
-pub use resolve::{lookup_host, set_resolver, Resolve, SystemResolver};
+pub use addr::{lookup_host, ToSocketAddrs};
+pub use resolve::{set_resolver, Resolve, SystemResolver};
 pub use reuseport::{bind_reuseport_std, reuseport_listeners};
 pub use tcp_listener::{Incoming, TcpListener};
 pub use tcp_stream::TcpStream;
