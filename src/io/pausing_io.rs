@@ -3,14 +3,14 @@
 //! `WouldBlock`: the "try, and on `WouldBlock` wait for readiness" loop
 //! every socket, pipe and signal listener uses.
 
-use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{outside_run, PinnedToSchedulerThread};
 use crate::protocol::{IoId, Op, SchedulerId};
-use crate::reactor::{ReadEvents, ReadMark};
+use crate::reactor::{ReadEvents, ReadMarkSlot};
 use crate::scheduler;
 use crate::suspend::suspend;
 
@@ -48,14 +48,14 @@ pub(crate) struct PausingIo<S: mio::event::Source> {
     /// The scheduler the source is registered with.
     sched: SchedulerId,
     /// Deadline length for reads (`set_read_timeout`); `None`: wait forever.
-    read_timeout: Cell<Option<Duration>>,
+    read_timeout: TimeoutSlot,
     /// Deadline length for writes and connects.
-    write_timeout: Cell<Option<Duration>>,
+    write_timeout: TimeoutSlot,
     /// The source's read events (counted by the reactor).
     read_events: ReadEvents,
     /// Their mark when a stream read last came back short; see
     /// [`Self::read_stream_with`].
-    drained_at: Cell<Option<ReadMark>>,
+    drained_at: ReadMarkSlot,
     /// Whether a short read means an empty socket (TCP streams).
     short_read_drains: bool,
     /// Keeps the source on this thread, where its registration is.
@@ -109,10 +109,10 @@ impl<S: mio::event::Source> PausingIo<S> {
             io,
             id,
             sched,
-            read_timeout: Cell::new(None),
-            write_timeout: Cell::new(None),
+            read_timeout: TimeoutSlot::new(),
+            write_timeout: TimeoutSlot::new(),
             read_events,
-            drained_at: Cell::new(None),
+            drained_at: ReadMarkSlot::new(),
             short_read_drains: false,
             _pinned: PinnedToSchedulerThread::NEW,
         })
@@ -275,6 +275,46 @@ impl<S: mio::event::Source> PausingIo<S> {
     }
 }
 
+/// A `Cell<Option<Duration>>` in effect, made of relaxed atomics (plain
+/// loads and stores, as a `Cell`'s) so that nothing in a [`PausingIo`] but
+/// its marker keeps it from being `Sync`: sharing a socket with another
+/// thread then fails with an error that names the marker, not a `Cell`.
+#[derive(Debug)]
+struct TimeoutSlot {
+    /// The whole seconds.
+    secs: AtomicU64,
+    /// The nanoseconds, or [`NO_TIMEOUT`].
+    nanos: AtomicU32,
+}
+
+/// What [`TimeoutSlot::nanos`] holds for no timeout: no `Duration` has as
+/// many nanoseconds past its whole seconds.
+const NO_TIMEOUT: u32 = u32::MAX;
+
+impl TimeoutSlot {
+    fn new() -> TimeoutSlot {
+        TimeoutSlot {
+            secs: AtomicU64::new(0),
+            nanos: AtomicU32::new(NO_TIMEOUT),
+        }
+    }
+
+    #[inline]
+    fn get(&self) -> Option<Duration> {
+        match self.nanos.load(Ordering::Relaxed) {
+            NO_TIMEOUT => None,
+            nanos => Some(Duration::new(self.secs.load(Ordering::Relaxed), nanos)),
+        }
+    }
+
+    fn set(&self, t: Option<Duration>) {
+        // Only the owning thread reads or writes: no torn pair is seen.
+        let (secs, nanos) = t.map_or((0, NO_TIMEOUT), |t| (t.as_secs(), t.subsec_nanos()));
+        self.secs.store(secs, Ordering::Relaxed);
+        self.nanos.store(nanos, Ordering::Relaxed);
+    }
+}
+
 /// The deadline a timeout of `t` from now gives, `None` for no timeout.
 pub(crate) fn deadline_in(t: Option<Duration>) -> Option<Instant> {
     t.map(crate::timer::deadline_after)
@@ -305,6 +345,8 @@ impl<S: mio::event::Source> Drop for PausingIo<S> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::super::pinned::tests::{AmbiguousIfSend, AmbiguousIfSync};
     use super::PausingIo;
 
@@ -314,5 +356,21 @@ mod tests {
     fn a_registered_source_stays_on_its_thread() {
         <PausingIo<mio::net::TcpStream> as AmbiguousIfSend<_>>::not_send();
         <PausingIo<mio::net::TcpStream> as AmbiguousIfSync<_>>::not_sync();
+    }
+
+    #[test]
+    fn a_timeout_slot_keeps_what_it_is_given() {
+        let slot = super::TimeoutSlot::new();
+        assert_eq!(slot.get(), None);
+        for t in [
+            Duration::from_nanos(1),
+            Duration::from_millis(1500),
+            Duration::new(u64::MAX, 999_999_999),
+        ] {
+            slot.set(Some(t));
+            assert_eq!(slot.get(), Some(t));
+        }
+        slot.set(None);
+        assert_eq!(slot.get(), None);
     }
 }

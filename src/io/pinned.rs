@@ -12,16 +12,18 @@ use std::rc::Rc;
 ///
 /// It is a type of its own, not a bare `PhantomData<*const ()>`, for the
 /// compiler's sake: moving a socket into `std::thread::spawn` or
-/// [`spawn_blocking`](crate::spawn_blocking) then fails with
-/// "`Rc<PinnedToSchedulerThread>` cannot be sent between threads safely",
-/// naming the reason. (An `Rc` rather than a raw pointer inside, because
-/// rustc reports every `Rc`/`Cell` it meets on the way and only then, if
-/// none, a raw pointer; and nothing else in a socket is not `Send`, so the
-/// marker is what a moved socket's error names.) To work with a
+/// [`spawn_blocking`](crate::spawn_blocking), or sharing a reference to
+/// one with another thread, then fails with
+/// "`Rc<PinnedToSchedulerThread>` cannot be sent (shared) between threads
+/// safely", naming the reason. rustc names every `Rc` or `Cell` it finds
+/// inside the type (and a raw pointer only if there is none), so nothing
+/// else in a [`PausingIo`](super::PausingIo) is `!Send` or `!Sync`: its
+/// per-thread state is kept in relaxed atomics, which cost what a `Cell`
+/// costs, and this marker is the one thing the error names. To work with a
 /// connection from another thread, pass the data through a
 /// [channel](crate::sync), or let a task on that thread's own scheduler
 /// open the connection.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) struct PinnedToSchedulerThread(PhantomData<Rc<PinnedToSchedulerThread>>);
 
 impl PinnedToSchedulerThread {

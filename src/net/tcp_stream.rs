@@ -40,7 +40,7 @@ use crate::io::{outside_run, PausingIo};
 /// neither `Send` nor `Sync`, and moving it to another thread, a
 /// [blocking-pool](crate::spawn_blocking) job included, fails to compile
 /// with "`Rc<PinnedToSchedulerThread>` cannot be sent between threads
-/// safely":
+/// safely" (sharing a `&TcpStream` with one: "cannot be shared"):
 ///
 /// ```compile_fail,E0277
 /// fn close_elsewhere(stream: yieldloop::net::TcpStream) {

@@ -40,7 +40,7 @@ mod remote;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 mod timerfd;
 
-pub(crate) use read_events::{ReadEvents, ReadMark};
+pub(crate) use read_events::{ReadEvents, ReadMarkSlot};
 pub(crate) use remote::RemoteQueue;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 use timerfd::TimerFd;

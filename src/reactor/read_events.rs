@@ -17,10 +17,10 @@ const CLOSED: u64 = 1 << 63;
 /// An `Arc<AtomicU64>` rather than an `Rc<Cell<u64>>`, though only the
 /// scheduler's thread touches it: relaxed loads and stores compile to the
 /// same plain moves as a `Cell`'s, and a socket holding it stays free of
-/// any not-`Send` part but its
+/// any not-`Send` or not-`Sync` part but its
 /// [`PinnedToSchedulerThread`](crate::io::PinnedToSchedulerThread) marker,
-/// which is then the one thing rustc names when a socket is moved to
-/// another thread.
+/// which is then the one thing rustc names when a socket is moved to or
+/// shared with another thread.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ReadEvents(Arc<AtomicU64>);
 
@@ -49,6 +49,41 @@ impl ReadEvents {
     }
 }
 
+/// A place for one [`ReadMark`], or none: a `Cell<Option<ReadMark>>` in
+/// effect, as a relaxed atomic for the same reason as [`ReadEvents`] (a
+/// `Cell` would be the first thing rustc names when a socket is shared
+/// with another thread).
+#[derive(Debug)]
+pub(crate) struct ReadMarkSlot(AtomicU64);
+
+/// What an empty [`ReadMarkSlot`] holds. A real mark equal to it (after
+/// 2^63 events, with the stream closed) would read back as none, which
+/// only costs a read that the mark would have saved.
+const NO_MARK: u64 = u64::MAX;
+
+impl ReadMarkSlot {
+    /// An empty slot.
+    pub(crate) fn new() -> ReadMarkSlot {
+        ReadMarkSlot(AtomicU64::new(NO_MARK))
+    }
+
+    /// The mark held, if any.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<ReadMark> {
+        match self.0.load(Ordering::Relaxed) {
+            NO_MARK => None,
+            m => Some(ReadMark(m)),
+        }
+    }
+
+    /// Holds `mark` from now on, or nothing.
+    #[inline]
+    pub(crate) fn set(&self, mark: Option<ReadMark>) {
+        self.0
+            .store(mark.map_or(NO_MARK, |m| m.0), Ordering::Relaxed);
+    }
+}
+
 impl ReadMark {
     /// True once an event has reported the end of the stream or an error.
     pub(crate) fn closed(self) -> bool {
@@ -73,5 +108,17 @@ mod tests {
         e.record(false);
         assert!(e.mark().closed(), "closed stays once reported");
         assert_ne!(e.mark(), m1);
+    }
+
+    #[test]
+    fn a_mark_slot_holds_a_mark_or_nothing() {
+        let e = ReadEvents::default();
+        e.record(true);
+        let slot = ReadMarkSlot::new();
+        assert_eq!(slot.get(), None);
+        slot.set(Some(e.mark()));
+        assert_eq!(slot.get(), Some(e.mark()));
+        slot.set(None);
+        assert_eq!(slot.get(), None);
     }
 }
