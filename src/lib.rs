@@ -15,37 +15,49 @@
 //!
 //! # Layout
 //!
-//! The modules stand in layers; each uses only the layers below it (a test,
-//! `tests/layering.rs`, holds the code to this).
+//! The modules stand in layers, and within a layer in ranks, lowest first:
+//! each module uses only modules of a lower rank. A test,
+//! `tests/layering.rs`, holds the code to this list and this list to the
+//! ranks it enforces.
 //!
-//! 1. Plain data. `protocol`: the ids ([`TaskId`], wait tokens,
-//!    [`IoId`](raw::IoId), scheduler ids, [`ParkToken`](raw::ParkToken)) and
-//!    the protocol, [`Op`](raw::Op) and [`Resume`](raw::Resume); `failure`:
-//!    why a task produced no value.
-//! 2. Mechanisms. `timer`: the deadline heap. `reactor`: `mio::Poll`, the
-//!    registered sockets, the accepts it performs, wake-ups from other
-//!    threads, the precise `timerfd` on Linux. `stack`: the pool of guarded
-//!    stacks and the report of an overflow. `trace`: the scheduler trace.
-//!    `slow_task`: the warning about tasks that hold the thread too long.
-//! 3. Tasks and their scheduler. `task`: a task's coroutine and context at
-//!    the top of its stack, and the thread-local of the running task.
-//!    `scheduler`: the task table, filing each `Op`, and the loop.
-//! 4. The blocking-style surface. `suspend` ([`raw::suspend`]), `timeout`
-//!    ([`timeout()`], [`timeout_at`]), [`task_local`](mod@task_local) ([`task_local!`],
-//!    [`LocalKey`]: one value per task), `time` ([`sleep`], [`yield_now`]),
-//!    `park` ([`raw::park`]), `spawn` ([`spawn()`], [`JoinHandle`],
-//!    [`Builder`], [`run`]), `scope` ([`scope()`]: tasks that borrow),
-//!    `gather` ([`join_all`], [`join_any`]), `bridge` ([`block_on`]: a
-//!    `Future` inside a task), [`sync`], `blocking` ([`spawn_blocking`]),
-//!    [`net`] (sockets; host names are looked up on the blocking pool),
-//!    [`signal`] (Unix signals a task waits for), `handoff` and `runtime` ([`Runtime`],
-//!    thread-per-core: one scheduler per worker thread; tasks never move
-//!    between threads), `bridge` ([`block_on`]: a `Future` awaited from a
-//!    task, its waker unparking the task), [`process`] (child processes
-//!    waited for by pausing the task; it builds on `net`'s pausing I/O and
-//!    the blocking pool).
-//! 5. This root: the everyday calls; [`raw`], the protocol for building
-//!    your own primitives; [`diag`], tuning and diagnostics.
+//! 1. Plain data.
+//!    - `protocol`, `failure`: the ids ([`TaskId`], wait tokens,
+//!      [`IoId`](raw::IoId), scheduler ids, [`ParkToken`](raw::ParkToken))
+//!      and the protocol, [`Op`](raw::Op) and [`Resume`](raw::Resume); why
+//!      a task produced no value.
+//! 2. Mechanisms.
+//!    - `timer`, `reactor`, `stack`, `trace`, `slow_task`: the deadline
+//!      heap; `mio::Poll`, the registered sources, the accepts it performs,
+//!      wake-ups from other threads, the precise `timerfd` on Linux; the
+//!      pool of guarded stacks and the report of an overflow; the scheduler
+//!      trace; the warning about tasks that hold the thread too long.
+//! 3. Tasks and their scheduler.
+//!    - `task`: a task's coroutine and context at the top of its stack, and
+//!      the thread-local of the running task.
+//!    - `scheduler`: the task table, filing each `Op`, and the loop.
+//! 4. The blocking-style surface.
+//!    - `timeout`, [`task_local`](mod@task_local): [`timeout()`] and
+//!      [`timeout_at`], the scopes each pause is narrowed to;
+//!      [`task_local!`] and [`LocalKey`], one value per task.
+//!    - `suspend`: [`raw::suspend`], the one way a task pauses.
+//!    - `time`, `park`, `spawn`, `io`: [`sleep`], [`yield_now`];
+//!      [`raw::park`]; [`spawn()`], [`JoinHandle`], [`Builder`], [`run`];
+//!      pausing I/O, the one way a task waits for a descriptor (a socket, a
+//!      pipe, a pidfd, the signal listener's self-pipe).
+//!    - `scope`, `handoff`, `bridge`, [`signal`], [`sync`]: [`scope()`],
+//!      tasks that borrow; results handed across threads; [`block_on`], a
+//!      `Future` awaited from a task, its waker unparking the task; Unix
+//!      signals a task waits for; channels, locks and `select`.
+//!    - `gather`, `blocking`, `runtime`: [`join_all`], [`join_any`];
+//!      [`spawn_blocking`], the blocking pool; [`Runtime`], thread-per-core:
+//!      one scheduler per worker thread, tasks never move between threads.
+//!    - [`net`], [`process`]: sockets, whose host names are looked up on
+//!      the blocking pool; child processes, their pipes on `io` and their
+//!      exits waited for by pausing the task.
+//! 5. The public faces.
+//!    - [`raw`], [`diag`]: the protocol for building your own primitives;
+//!      tuning and diagnostics.
+//!    - this root (`lib`): the everyday calls.
 //!
 //! # Platforms
 //!
@@ -108,6 +120,7 @@ mod blocking;
 mod bridge;
 mod gather;
 mod handoff;
+mod io;
 pub mod net;
 mod park;
 pub mod process;

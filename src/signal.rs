@@ -71,14 +71,11 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
-use std::marker::PhantomData;
 
 use signal_hook_mio::v1_0::Signals as SelfPipe;
 
-use crate::protocol::{IoId, Op, SchedulerId};
+use crate::io::{outside_run, PausingIo};
 use crate::scheduler;
-use crate::suspend::suspend;
-use crate::task;
 
 /// Interrupt from the keyboard (Ctrl-C). Ends the process by default.
 pub const SIGINT: i32 = libc::SIGINT;
@@ -137,28 +134,24 @@ const SIGNAL_LIMIT: i32 = 128;
 ///
 /// A `Signals` stays on its thread:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use yieldloop::signal::{Signals, SIGUSR1};
 ///
 /// let signals = yieldloop::run(|| Signals::new([SIGUSR1]));
 /// std::thread::spawn(move || drop(signals));
 /// ```
 pub struct Signals {
-    /// signal-hook's handlers and the self-pipe they write to.
-    pipe: SelfPipe,
-    /// The pipe's registration with the reactor.
-    id: IoId,
-    /// The scheduler the pipe is registered with: the only one whose tasks
-    /// may wait on it.
-    sched: SchedulerId,
+    /// signal-hook's handlers and the self-pipe they write to, registered
+    /// with the scheduler of the thread that made the listener, the only
+    /// one whose tasks may wait on it (which also keeps `Signals` on that
+    /// thread).
+    pipe: PausingIo<SelfPipe>,
     /// Signals that arrived and have not been handed out yet. One look at
     /// the flags may find several; they are handed out in turn, so a signal
     /// with a low number arriving over and over cannot hide the others.
     arrived: VecDeque<i32>,
     /// The signals listened for, for `Debug`.
     listening: Vec<i32>,
-    /// `!Send`: the registration lives in this thread's scheduler.
-    _not_send: PhantomData<*const ()>,
 }
 
 impl Signals {
@@ -202,23 +195,16 @@ impl Signals {
         if !scheduler::has_scheduler() {
             return Err(outside_run());
         }
-        let mut pipe = SelfPipe::new(&listening)?;
-        // The reactor keeps a source's descriptor only to accept
-        // connections on it, which a self-pipe never has (and
-        // signal-hook-mio does not show its descriptor): -1 stands in.
-        let (sched, id) =
-            scheduler::try_with_scheduler(|s| s.register(&mut pipe, -1).map(|(id, _)| (s.id, id)))
-                .unwrap_or_else(|| Err(outside_run()))?;
+        // signal-hook-mio does not show the pipe's descriptor (nor would
+        // the reactor need it: it keeps one only to accept connections).
+        let pipe = PausingIo::without_fd(SelfPipe::new(&listening)?)?;
         let mut listening = listening;
         listening.sort_unstable();
         listening.dedup();
         Ok(Signals {
             pipe,
-            id,
-            sched,
             arrived: VecDeque::new(),
             listening,
-            _not_send: PhantomData,
         })
     }
 
@@ -231,7 +217,7 @@ impl Signals {
     /// cannot be installed.
     pub fn add_signal(&mut self, signal: i32) -> io::Result<()> {
         check_signal(signal)?;
-        self.pipe.add_signal(signal)?;
+        self.pipe.get_ref().add_signal(signal)?;
         if let Err(at) = self.listening.binary_search(&signal) {
             self.listening.insert(at, signal);
         }
@@ -274,19 +260,13 @@ impl Signals {
             if let Some(sig) = self.try_recv() {
                 return Ok(sig);
             }
-            if !task::in_task() || scheduler::try_with_scheduler(|s| s.id) != Some(self.sched) {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "yieldloop: Signals::recv can only wait in a task of the \
-                     yieldloop::run (or Runtime worker) that created the listener",
-                ));
-            }
             // The pipe was emptied by `try_recv` before it read the flags
             // (the handler sets a flag before it writes its byte), so any
             // signal it missed writes a byte after that, and the
             // edge-triggered registration reports it: no arrival is lost
-            // between the look and the pause.
-            suspend(Op::ReadReady(self.id, None)).into_io()?;
+            // between the look and the pause. (Outside a task of the
+            // listener's scheduler this is the `Unsupported` error.)
+            self.pipe.readable()?;
         }
     }
 
@@ -310,7 +290,7 @@ impl Signals {
     /// ```
     pub fn try_recv(&mut self) -> Option<i32> {
         if self.arrived.is_empty() {
-            self.arrived.extend(self.pipe.pending());
+            self.arrived.extend(self.pipe.get_mut().pending());
         }
         self.arrived.pop_front()
     }
@@ -336,22 +316,9 @@ impl fmt::Debug for Signals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Signals")
             .field("listening", &self.listening)
-            .field("io", &self.id.key)
+            .field("io", &self.pipe.id().key)
             .field("arrived", &self.arrived)
             .finish()
-    }
-}
-
-impl Drop for Signals {
-    fn drop(&mut self) {
-        // Outside its scheduler (after `run` returned) there is nothing to
-        // deregister from. The pipe's own drop then removes the handlers'
-        // actions and closes both ends.
-        let _ = scheduler::try_with_scheduler(|s| {
-            if s.id == self.sched {
-                s.deregister(self.id, &mut self.pipe);
-            }
-        });
     }
 }
 
@@ -410,13 +377,4 @@ fn check_signal(sig: i32) -> io::Result<()> {
         ));
     }
     Ok(())
-}
-
-/// The error of a listener made where no scheduler runs.
-fn outside_run() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        "yieldloop: signal listeners can only be created inside yieldloop::run \
-         (or a Runtime worker)",
-    )
 }

@@ -246,7 +246,45 @@ fn no_addresses() -> io::Error {
     )
 }
 
-/// The addresses `addr` resolves to, for [`lookup_host`](super::lookup_host).
-pub(crate) fn resolve(addr: impl ToSocketAddrs) -> io::Result<Addrs> {
-    addr.resolve()
+/// Resolves `host` to its socket addresses, pausing only the calling task,
+/// like [`std::net::ToSocketAddrs::to_socket_addrs`] and
+/// `tokio::net::lookup_host`.
+///
+/// `host` is anything [`ToSocketAddrs`] takes: `"example.com:443"`,
+/// `("example.com", 443)`, or a literal address, which comes back at once
+/// without a pause. A name is looked up by the process's
+/// [resolver](super::set_resolver) on the [blocking pool](crate::spawn_blocking)
+/// while the other tasks run on. A [`timeout`](crate::timeout()) or a
+/// cancellation ends the wait on time; the lookup itself finishes on its
+/// pool thread and its answer is dropped.
+///
+/// Outside any task there is no loop to keep running: the name is looked
+/// up on the calling thread, which blocks meanwhile.
+///
+/// # Errors
+///
+/// The resolver's error (with the system resolver, e.g. "failed to lookup
+/// address information: Name or service not known");
+/// [`io::ErrorKind::InvalidInput`] for a string that is no `host:port`;
+/// an [`io::Error`] naming the host when the resolver panicked, when no
+/// pool thread could be started, or when the task is being torn down.
+///
+/// # Examples
+///
+/// ```
+/// use std::net::SocketAddr;
+///
+/// yieldloop::run(|| -> std::io::Result<()> {
+///     for addr in yieldloop::net::lookup_host("localhost:8080")? {
+///         assert!(addr.ip().is_loopback());
+///     }
+///     // A literal address needs no lookup.
+///     let literal: Vec<_> = yieldloop::net::lookup_host("[::1]:53")?.collect();
+///     assert_eq!(literal, ["[::1]:53".parse::<SocketAddr>().unwrap()]);
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
+pub fn lookup_host(host: impl ToSocketAddrs) -> io::Result<impl Iterator<Item = SocketAddr>> {
+    host.resolve()
 }

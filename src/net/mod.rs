@@ -60,7 +60,7 @@
 
 /// Implements `Read`/`Write` for a stream type, both on `&T` (so one task
 /// can read while another writes through shared references) and on `T`,
-/// by running the std call in the `PausingIo` retry loop of its `inner`
+/// by running the std call in the [`PausingIo`](crate::io::PausingIo) retry loop of its `inner`
 /// field. The stream types differ only in their mio type, so one body
 /// serves them all.
 macro_rules! blocking_style_io {
@@ -68,7 +68,7 @@ macro_rules! blocking_style_io {
         impl std::io::Read for &$ty {
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
                 self.inner
-                    .do_stream_read(buf.len(), |mut s| std::io::Read::read(&mut s, buf))
+                    .read_stream_with(buf.len(), |mut s| std::io::Read::read(&mut s, buf))
             }
 
             fn read_vectored(
@@ -77,19 +77,19 @@ macro_rules! blocking_style_io {
             ) -> std::io::Result<usize> {
                 let len = bufs.iter().map(|b| b.len()).sum();
                 self.inner
-                    .do_stream_read(len, |mut s| std::io::Read::read_vectored(&mut s, bufs))
+                    .read_stream_with(len, |mut s| std::io::Read::read_vectored(&mut s, bufs))
             }
         }
 
         impl std::io::Write for &$ty {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
                 self.inner
-                    .do_write(|mut s| std::io::Write::write(&mut s, buf))
+                    .write_with(|mut s| std::io::Write::write(&mut s, buf))
             }
 
             fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
                 self.inner
-                    .do_write(|mut s| std::io::Write::write_vectored(&mut s, bufs))
+                    .write_with(|mut s| std::io::Write::write_vectored(&mut s, bufs))
             }
 
             fn flush(&mut self) -> std::io::Result<()> {
@@ -195,7 +195,7 @@ macro_rules! socket_methods {
         ///
         /// The system's error.
         pub fn take_error(&self) -> std::io::Result<Option<std::io::Error>> {
-            self.inner.io.take_error()
+            self.inner.get_ref().take_error()
         }
 
         socket_methods!($($rest)*);
@@ -207,7 +207,7 @@ macro_rules! socket_methods {
     ) => {
         $(#[$doc])*
         pub fn $name(&self $(, $arg: $ty)*) -> $ret {
-            self.inner.io.$name($($arg),*)
+            self.inner.get_ref().$name($($arg),*)
         }
 
         socket_methods!($($rest)*);
@@ -221,7 +221,7 @@ macro_rules! socket_traits {
     ($ty:ident { $($field:literal: $addr:ident),* }) => {
         impl std::os::fd::AsRawFd for $ty {
             fn as_raw_fd(&self) -> std::os::fd::RawFd {
-                std::os::fd::AsRawFd::as_raw_fd(&self.inner.io)
+                std::os::fd::AsRawFd::as_raw_fd(self.inner.get_ref())
             }
         }
 
@@ -237,7 +237,6 @@ macro_rules! socket_traits {
 }
 
 mod addr;
-pub(crate) mod pausing_io;
 mod resolve;
 mod reuseport;
 mod tcp_listener;
@@ -246,8 +245,8 @@ mod udp;
 mod unix;
 mod unix_datagram;
 
-pub use addr::ToSocketAddrs;
-pub use resolve::{lookup_host, set_resolver, Resolve, SystemResolver};
+pub use addr::{lookup_host, ToSocketAddrs};
+pub use resolve::{set_resolver, Resolve, SystemResolver};
 pub use reuseport::{bind_reuseport_std, reuseport_listeners};
 pub use tcp_listener::{Incoming, TcpListener};
 pub use tcp_stream::TcpStream;

@@ -1,6 +1,8 @@
 //! Host-name lookups that pause only the calling task: the process's
-//! [`Resolve`] implementation runs on the blocking pool, and
-//! [`lookup_host`] is the call for looking a name up without connecting.
+//! [`Resolve`] implementation runs on the blocking pool. What takes a name
+//! or an address, [`ToSocketAddrs`](super::ToSocketAddrs) and
+//! [`lookup_host`](super::lookup_host), is in `addr`, which uses this
+//! file, not the other way round.
 //!
 //! The resolver is process-wide, like the blocking pool it runs on: one
 //! `RwLock` holds it, every lookup takes a clone of the `Arc` (a read lock
@@ -12,7 +14,6 @@ use std::net::SocketAddr;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use super::addr::{self, ToSocketAddrs};
 use crate::failure::payload_text;
 
 /// Turns a host name and a port into socket addresses: the system's
@@ -21,9 +22,9 @@ use crate::failure::payload_text;
 ///
 /// Every name lookup of [`net`](super) goes through it: `connect`,
 /// `bind`, `send_to` and the other calls given a name, and
-/// [`lookup_host`]. It is called with names only; literal addresses
-/// (`"127.0.0.1:80"`, `"[::1]:80"`, `("10.0.0.1", 80)`) are parsed without
-/// asking it.
+/// [`lookup_host`](super::lookup_host). It is called with names only;
+/// literal addresses (`"127.0.0.1:80"`, `"[::1]:80"`, `("10.0.0.1", 80)`)
+/// are parsed without asking it.
 ///
 /// Inside a task it runs on a [blocking-pool](crate::spawn_blocking)
 /// thread, so it may block for as long as it needs (a DNS query, a file,
@@ -169,49 +170,6 @@ fn current() -> Option<Arc<dyn Resolve>> {
         .read()
         .unwrap_or_else(PoisonError::into_inner)
         .clone()
-}
-
-/// Resolves `host` to its socket addresses, pausing only the calling task,
-/// like [`std::net::ToSocketAddrs::to_socket_addrs`] and
-/// `tokio::net::lookup_host`.
-///
-/// `host` is anything [`ToSocketAddrs`] takes: `"example.com:443"`,
-/// `("example.com", 443)`, or a literal address, which comes back at once
-/// without a pause. A name is looked up by the process's
-/// [resolver](set_resolver) on the [blocking pool](crate::spawn_blocking)
-/// while the other tasks run on. A [`timeout`](crate::timeout()) or a
-/// cancellation ends the wait on time; the lookup itself finishes on its
-/// pool thread and its answer is dropped.
-///
-/// Outside any task there is no loop to keep running: the name is looked
-/// up on the calling thread, which blocks meanwhile.
-///
-/// # Errors
-///
-/// The resolver's error (with the system resolver, e.g. "failed to lookup
-/// address information: Name or service not known");
-/// [`io::ErrorKind::InvalidInput`] for a string that is no `host:port`;
-/// an [`io::Error`] naming the host when the resolver panicked, when no
-/// pool thread could be started, or when the task is being torn down.
-///
-/// # Examples
-///
-/// ```
-/// use std::net::SocketAddr;
-///
-/// yieldloop::run(|| -> std::io::Result<()> {
-///     for addr in yieldloop::net::lookup_host("localhost:8080")? {
-///         assert!(addr.ip().is_loopback());
-///     }
-///     // A literal address needs no lookup.
-///     let literal: Vec<_> = yieldloop::net::lookup_host("[::1]:53")?.collect();
-///     assert_eq!(literal, ["[::1]:53".parse::<SocketAddr>().unwrap()]);
-///     Ok(())
-/// })
-/// .unwrap();
-/// ```
-pub fn lookup_host(host: impl ToSocketAddrs) -> io::Result<impl Iterator<Item = SocketAddr>> {
-    addr::resolve(host)
 }
 
 /// Looks the name `host` up with the process's resolver: on the blocking

@@ -4,8 +4,8 @@ use std::io;
 use std::net::SocketAddr;
 
 use super::addr::{each_addr, ToSocketAddrs};
-use super::pausing_io::PausingIo;
 use super::tcp_stream::TcpStream;
+use crate::io::PausingIo;
 use crate::protocol::{Op, Resume};
 
 /// A listening TCP socket whose `accept` pauses only the calling task.
@@ -88,7 +88,7 @@ impl TcpListener {
     /// after which the listener still works once descriptors free up.
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         loop {
-            match self.inner.io.accept() {
+            match self.inner.get_ref().accept() {
                 Ok((s, addr)) => return Ok((TcpStream::from_std(s.into())?, addr)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -5,7 +5,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::time::Duration;
 
 use super::addr::{each_addr, ToSocketAddrs};
-use super::pausing_io::{outside_run, PausingIo};
+use crate::io::{outside_run, PausingIo};
 
 /// A TCP connection whose reads and writes pause only the calling task.
 ///
@@ -34,6 +34,24 @@ use super::pausing_io::{outside_run, PausingIo};
 ///     Ok(())
 /// })
 /// .unwrap();
+/// ```
+///
+/// A stream belongs to the scheduler of the thread that made it: it is
+/// neither `Send` nor `Sync`, and moving it to another thread, a
+/// [blocking-pool](crate::spawn_blocking) job included, fails to compile
+/// with "`Rc<PinnedToSchedulerThread>` cannot be sent between threads
+/// safely" (sharing a `&TcpStream` with one: "cannot be shared"):
+///
+/// ```compile_fail,E0277
+/// fn close_elsewhere(stream: yieldloop::net::TcpStream) {
+///     yieldloop::spawn_blocking(move || drop(stream));
+/// }
+/// ```
+///
+/// ```compile_fail,E0277
+/// fn close_on_a_thread(stream: yieldloop::net::TcpStream) {
+///     std::thread::spawn(move || drop(stream));
+/// }
 /// ```
 pub struct TcpStream {
     inner: PausingIo<mio::net::TcpStream>,
@@ -112,7 +130,7 @@ impl TcpStream {
         // then the socket error (or a peer address) tells how it went.
         stream
             .inner
-            .do_write(|s| connect_state(s.take_error(), || s.peer_addr()))?;
+            .write_with(|s| connect_state(s.take_error(), || s.peer_addr()))?;
         stream.inner.set_write_timeout(None)?;
         Ok(stream)
     }
@@ -188,7 +206,7 @@ impl TcpStream {
     ///
     /// As for `read`.
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.do_read(|s| s.peek(buf))
+        self.inner.read_with(|s| s.peek(buf))
     }
 }
 

@@ -4,7 +4,7 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use super::addr::{each_addr, first_addr, ToSocketAddrs};
-use super::pausing_io::PausingIo;
+use crate::io::PausingIo;
 
 /// A UDP socket whose sends and receives pause only the calling task.
 ///
@@ -92,7 +92,7 @@ impl UdpSocket {
     /// [`io::ErrorKind::TimedOut`] after the write timeout.
     pub fn send_to(&self, buf: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
         let target = first_addr(target)?;
-        self.inner.do_write(|s| s.send_to(buf, target))
+        self.inner.write_with(|s| s.send_to(buf, target))
     }
 
     /// Receives one datagram into `buf` and returns its length and sender.
@@ -103,7 +103,7 @@ impl UdpSocket {
     /// The system's error; [`io::ErrorKind::TimedOut`] when no datagram
     /// came within the [read timeout](Self::set_read_timeout).
     pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.inner.do_read(|s| s.recv_from(buf))
+        self.inner.read_with(|s| s.recv_from(buf))
     }
 
     /// Like [`recv_from`](Self::recv_from), leaving the datagram queued.
@@ -112,7 +112,7 @@ impl UdpSocket {
     ///
     /// As for `recv_from`.
     pub fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.inner.do_read(|s| s.peek_from(buf))
+        self.inner.read_with(|s| s.peek_from(buf))
     }
 
     /// Sets the default peer: [`send`](Self::send) goes there and
@@ -124,7 +124,7 @@ impl UdpSocket {
     ///
     /// The system's error for the last address tried.
     pub fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
-        each_addr(addr, |a| self.inner.io.connect(a))
+        each_addr(addr, |a| self.inner.get_ref().connect(a))
     }
 
     /// Sends `buf` as one datagram to the [connected](Self::connect) peer.
@@ -135,7 +135,7 @@ impl UdpSocket {
     /// (a `ConnectionRefused` may report an ICMP error from an earlier
     /// datagram); [`io::ErrorKind::TimedOut`] after the write timeout.
     pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.do_write(|s| s.send(buf))
+        self.inner.write_with(|s| s.send(buf))
     }
 
     /// Receives one datagram from the [connected](Self::connect) peer.
@@ -146,7 +146,7 @@ impl UdpSocket {
     /// [`io::ErrorKind::ConnectionRefused`] when an earlier datagram found
     /// no one listening at the peer.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.do_read(|s| s.recv(buf))
+        self.inner.read_with(|s| s.recv(buf))
     }
 
     /// Like [`recv`](Self::recv), leaving the datagram queued.
@@ -155,7 +155,7 @@ impl UdpSocket {
     ///
     /// As for `recv`.
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.do_read(|s| s.peek(buf))
+        self.inner.read_with(|s| s.peek(buf))
     }
 
     socket_methods! {

@@ -12,8 +12,8 @@ use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use super::pausing_io::{outside_run, PausingIo};
 use super::tcp_stream::connect_state;
+use crate::io::{outside_run, PausingIo};
 
 /// A listening Unix domain socket whose `accept` pauses only the calling
 /// task.
@@ -90,7 +90,7 @@ impl UnixListener {
     /// The system's error; for example `EMFILE` ("too many open files"),
     /// after which the listener still works once descriptors free up.
     pub fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
-        let (stream, addr) = self.inner.do_read(|l| l.accept())?;
+        let (stream, addr) = self.inner.read_with(|l| l.accept())?;
         Ok((
             UnixStream {
                 inner: PausingIo::new(stream)?,
@@ -209,7 +209,7 @@ impl UnixStream {
         // socket is writable; the socket error tells how it went.
         stream
             .inner
-            .do_write(|s| connect_state(s.take_error(), || s.peer_addr()))?;
+            .write_with(|s| connect_state(s.take_error(), || s.peer_addr()))?;
         Ok(stream)
     }
 

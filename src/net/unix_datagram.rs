@@ -23,7 +23,7 @@ use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::pausing_io::PausingIo;
+use crate::io::PausingIo;
 use crate::protocol::{Op, Resume};
 
 /// The longest pause between two attempts of a [`UnixDatagram::send_to`]
@@ -209,7 +209,7 @@ impl UnixDatagram {
     /// [write timeout](Self::set_write_timeout).
     pub fn send_to(&self, buf: &[u8], path: impl AsRef<Path>) -> io::Result<usize> {
         let path = path.as_ref();
-        let deadline = super::pausing_io::deadline_in(self.inner.write_timeout());
+        let deadline = crate::io::deadline_in(self.inner.write_timeout());
         let mut backoff = Duration::from_millis(1);
         // Whether the last wait ended with a write readiness event.
         let mut woke_writable = false;
@@ -218,7 +218,7 @@ impl UnixDatagram {
         // call waits on the clock alone.
         let mut poll_on_timer = false;
         loop {
-            match self.inner.io.send_to(buf, path) {
+            match self.inner.get_ref().send_to(buf, path) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     poll_on_timer |= woke_writable;
                     let now = Instant::now();
@@ -258,7 +258,7 @@ impl UnixDatagram {
     /// The system's error; [`io::ErrorKind::TimedOut`] when no datagram
     /// came within the [read timeout](Self::set_read_timeout).
     pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.inner.do_read(|s| match s.recv_from(buf) {
+        self.inner.read_with(|s| match s.recv_from(buf) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock && self.read_shut.get() => {
                 Ok((0, SocketAddr::from_pathname("")?))
             }
@@ -277,7 +277,7 @@ impl UnixDatagram {
     /// [`io::ErrorKind::TimedOut`] after the
     /// [write timeout](Self::set_write_timeout).
     pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.do_write(|s| s.send(buf))
+        self.inner.write_with(|s| s.send(buf))
     }
 
     /// Receives one datagram, like [`recv_from`](Self::recv_from) without
@@ -288,7 +288,7 @@ impl UnixDatagram {
     ///
     /// As for `recv_from`.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.do_read(|s| match s.recv(buf) {
+        self.inner.read_with(|s| match s.recv(buf) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock && self.read_shut.get() => Ok(0),
             r => r,
         })
@@ -343,7 +343,7 @@ impl UnixDatagram {
     ///
     /// The system's error.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.inner.io.shutdown(how)?;
+        self.inner.get_ref().shutdown(how)?;
         if matches!(how, Shutdown::Read | Shutdown::Both) {
             self.read_shut.set(true);
         }

@@ -23,7 +23,7 @@ use super::exit::Exit;
 use super::pipes::{ChildStderr, ChildStdin, ChildStdout};
 use super::reaper::{self, PoolWait};
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
-use crate::net::pausing_io::PausingIo;
+use crate::io::PausingIo;
 
 /// A child process started by [`Command::spawn`](super::Command::spawn).
 ///
@@ -39,7 +39,7 @@ use crate::net::pausing_io::PausingIo;
 ///
 /// `!Send`: its pipes are registered with this thread's scheduler.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// fn must_be_send<T: Send>(_: T) {}
 /// yieldloop::run(|| {
 ///     let child = yieldloop::process::Command::new("true").spawn().unwrap();
@@ -195,7 +195,7 @@ impl Child {
             #[cfg(all(target_os = "linux", not(feature = "portable")))]
             Waiter::PidFd(pidfd) => {
                 let exit = &self.exit;
-                pidfd.do_read(|_| {
+                pidfd.read_with(|_| {
                     exit.try_reap()?
                         .ok_or_else(|| io::ErrorKind::WouldBlock.into())
                 })
@@ -296,7 +296,9 @@ impl Drop for Child {
         }
         match &self.waiter {
             #[cfg(all(target_os = "linux", not(feature = "portable")))]
-            Waiter::PidFd(pidfd) => reaper::orphan(self.exit.clone(), pidfd.io.try_clone().ok()),
+            Waiter::PidFd(pidfd) => {
+                reaper::orphan(self.exit.clone(), pidfd.get_ref().try_clone().ok())
+            }
             // The job started by a wait reaps it.
             Waiter::Pool(Some(_)) => {}
             Waiter::Pool(None) => reaper::orphan(self.exit.clone(), None),

@@ -9,7 +9,7 @@ use std::process::Stdio;
 
 use mio::unix::pipe::{Receiver, Sender};
 
-use crate::net::pausing_io::PausingIo;
+use crate::io::PausingIo;
 use crate::protocol::IoId;
 
 /// The writing end of a child's standard input.
@@ -87,25 +87,15 @@ pub struct ChildStderr {
 /// closed, which the callers do by consuming it.
 fn blocking_dup(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     let dup = fd.try_clone_to_owned()?;
-    // SAFETY: fcntl on a descriptor we own, with integer arguments.
-    let flags = unsafe { libc::fcntl(dup.as_raw_fd(), libc::F_GETFL) };
-    if flags == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(dup.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) } == -1 {
-        return Err(io::Error::last_os_error());
-    }
+    crate::io::set_nonblocking(dup.as_fd(), false)?;
     Ok(dup)
 }
 
 impl ChildStdin {
     /// Takes over std's pipe end.
     pub(crate) fn new(std: std::process::ChildStdin) -> io::Result<ChildStdin> {
-        let io = Sender::from(std);
-        io.set_nonblocking(true)?;
         Ok(ChildStdin {
-            inner: PausingIo::new(io)?,
+            inner: PausingIo::new_nonblocking(Sender::from(std))?,
         })
     }
 
@@ -133,10 +123,8 @@ macro_rules! receiver {
         impl $ty {
             /// Takes over std's pipe end.
             pub(crate) fn new(std: $std) -> io::Result<$ty> {
-                let io = Receiver::from(std);
-                io.set_nonblocking(true)?;
                 Ok($ty {
-                    inner: PausingIo::new(io)?,
+                    inner: PausingIo::new_nonblocking(Receiver::from(std))?,
                 })
             }
 
@@ -162,17 +150,17 @@ macro_rules! receiver {
             /// One read that never pauses: `WouldBlock` when the pipe is
             /// empty.
             pub(crate) fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-                (&self.inner.io).read(buf)
+                self.inner.get_ref().read(buf)
             }
         }
 
         impl Read for &$ty {
             fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                self.inner.do_read(|mut r| r.read(buf))
+                self.inner.read_with(|mut r| r.read(buf))
             }
 
             fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
-                self.inner.do_read(|mut r| r.read_vectored(bufs))
+                self.inner.read_with(|mut r| r.read_vectored(bufs))
             }
         }
 
@@ -205,13 +193,13 @@ macro_rules! pipe_traits {
     ($ty:ident) => {
         impl AsRawFd for $ty {
             fn as_raw_fd(&self) -> RawFd {
-                self.inner.io.as_raw_fd()
+                self.inner.get_ref().as_raw_fd()
             }
         }
 
         impl AsFd for $ty {
             fn as_fd(&self) -> BorrowedFd<'_> {
-                self.inner.io.as_fd()
+                self.inner.get_ref().as_fd()
             }
         }
 
@@ -231,11 +219,11 @@ pipe_traits!(ChildStdin);
 
 impl Write for &ChildStdin {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.do_write(|mut w| w.write(buf))
+        self.inner.write_with(|mut w| w.write(buf))
     }
 
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.inner.do_write(|mut w| w.write_vectored(bufs))
+        self.inner.write_with(|mut w| w.write_vectored(bufs))
     }
 
     fn flush(&mut self) -> io::Result<()> {

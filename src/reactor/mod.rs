@@ -41,7 +41,7 @@ mod remote;
 mod timerfd;
 mod wait;
 
-pub(crate) use read_events::{ReadEvents, ReadMark};
+pub(crate) use read_events::{ReadEvents, ReadMarkSlot};
 pub(crate) use remote::RemoteQueue;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 use timerfd::TimerFd;
