@@ -311,7 +311,7 @@ fn ch08_diag_shows_reuse_jobs_and_the_hog() {
     assert!(
         out.stderr
             .lines()
-            .any(|l| l.contains("(hog) ran for at least")),
+            .any(|l| l.contains("'hog' (id ") && l.contains("ran for at least")),
         "no warning about the hog: {out}"
     );
 }

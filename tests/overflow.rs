@@ -39,7 +39,7 @@ fn overflow_is_reported_with_the_task_name() {
         "child survived an overflow: {stderr}"
     );
     assert!(
-        stderr.contains("task 2 (deep-diver) overflowed its stack of 65536 bytes"),
+        stderr.contains("task 'deep-diver' (id 2) overflowed its stack of 65536 bytes"),
         "no clear report in: {stderr}"
     );
     assert!(stderr.contains("stack_size"), "no advice in: {stderr}");
@@ -155,7 +155,8 @@ fn guard_survives_trimming() {
         "child survived an overflow: {stderr}"
     );
     assert!(
-        stderr.contains("(cold-diver) overflowed its stack of 65536 bytes"),
+        stderr.contains("'cold-diver' (id ")
+            && stderr.contains(") overflowed its stack of 65536 bytes"),
         "no clear report in: {stderr}"
     );
 }
@@ -231,7 +232,8 @@ fn mprotect_fallback_guards_and_reports() {
         );
     }
     assert!(
-        stderr.contains("(fallback-diver) overflowed its stack of 65536 bytes"),
+        stderr.contains("'fallback-diver' (id ")
+            && stderr.contains(") overflowed its stack of 65536 bytes"),
         "no clear report in: {stderr}"
     );
 }

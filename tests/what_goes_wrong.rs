@@ -257,7 +257,7 @@ fn blocking_accept_stops_the_ticker() {
     assert_eq!(ticks, 0, "the ticker ran during a blocking accept: {out}");
     assert!(gap >= CLIENT_AFTER_MS - 100, "longest gap {gap} ms: {out}");
     assert!(
-        out.stderr.contains(" (acceptor) ran for at least "),
+        out.stderr.contains("task 'acceptor' (id ") && out.stderr.contains(") ran for at least "),
         "no slow-task warning for the acceptor: {out}"
     );
 }
@@ -324,7 +324,7 @@ fn timeout_around_code_that_never_pauses_returns_ok_late() {
         assert!(after >= work, "returned after {after} ms: {out}");
     }
     assert!(
-        out.stderr.contains(" (main) ran for at least "),
+        out.stderr.contains("task 'main' (id 1) ran for at least "),
         "no slow-task warning: {out}"
     );
 }

@@ -185,14 +185,19 @@ fn reset_to_default(sig: libc::c_int) {
 /// handler.
 fn report(t: &GuardInfo, addr: usize) {
     let mut buf = Buf::new();
+    // The same naming as panic messages and slow-task warnings:
+    // `task 'name' (id N)`, or `task N` for a task without a name.
     buf.push(b"\nyieldloop: task ");
-    buf.push_num(t.id as usize, 10);
     if t.name_len > 0 {
-        buf.push(b" (");
+        buf.push(b"'");
         // SAFETY: name_ptr/name_len describe the running task's name, which
-        // its task record keeps alive while it runs.
+        // its task header keeps alive while its coroutine exists.
         buf.push(unsafe { std::slice::from_raw_parts(t.name_ptr as *const u8, t.name_len) });
+        buf.push(b"' (id ");
+        buf.push_num(t.id as usize, 10);
         buf.push(b")");
+    } else {
+        buf.push_num(t.id as usize, 10);
     }
     buf.push(b" overflowed its stack of ");
     buf.push_num(t.size, 10);
