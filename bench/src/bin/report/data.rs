@@ -125,3 +125,66 @@ pub fn cell(s: Option<Stat>) -> String {
         None => "—".into(),
     }
 }
+
+/// What the first touch of anonymous memory cost (`firsttouch.txt`, from
+/// bench/src/bin/firsttouch.rs): of the run's measurements, the one that
+/// found the coldest memory against its warm figure.
+pub struct FirstTouch {
+    /// When it was measured: `start` of the run, or before the `sleepers`.
+    pub when: String,
+    /// How many measurements the run made.
+    pub count: usize,
+    /// MiB mapped and touched per pass.
+    pub mb: f64,
+    /// Seconds the program waited before the cold pass.
+    pub settle_s: f64,
+    /// Seconds per GiB touched, of memory left idle for a while.
+    pub cold_s_per_gib: f64,
+    /// Seconds per GiB touched, of memory freed just before.
+    pub warm_s_per_gib: f64,
+    /// System time per minor page fault (µs), cold.
+    pub cold_us: f64,
+    /// System time per minor page fault (µs), warm.
+    pub warm_us: f64,
+}
+
+impl FirstTouch {
+    /// The measurement of `recs` with the largest cold/warm ratio, if the
+    /// run made one.
+    pub fn from_recs(recs: &[Rec]) -> Option<FirstTouch> {
+        let valid: Vec<&Rec> = recs
+            .iter()
+            .filter(|r| {
+                let (c, w) = (r.f("cold_sys_us_per_fault"), r.f("warm_sys_us_per_fault"));
+                c.is_finite() && w.is_finite() && w > 0.0
+            })
+            .collect();
+        let ratio = |r: &Rec| r.f("cold_sys_us_per_fault") / r.f("warm_sys_us_per_fault");
+        let r = valid
+            .iter()
+            .copied()
+            .max_by(|a, b| ratio(a).total_cmp(&ratio(b)))?;
+        let ft = FirstTouch {
+            when: r.s("when").to_string(),
+            count: valid.len(),
+            mb: r.f("mb"),
+            settle_s: r.f("settle_s"),
+            cold_s_per_gib: r.f("cold_s_per_gib"),
+            warm_s_per_gib: r.f("warm_s_per_gib"),
+            cold_us: r.f("cold_sys_us_per_fault"),
+            warm_us: r.f("warm_sys_us_per_fault"),
+        };
+        [ft.cold_s_per_gib, ft.warm_s_per_gib, ft.cold_us, ft.warm_us]
+            .iter()
+            .all(|v| v.is_finite())
+            .then_some(ft)
+    }
+
+    /// What a cold page fault costs more than a warm one (µs of system
+    /// time), when cold costs at least twice warm: below that the two are
+    /// not told apart reliably (a busy machine moves the warm figure too),
+    /// and no run is called cold.
+    pub fn extra_us(&self) -> Option<f64> {
+        (self.cold_us >= 2.0 * self.warm_us).then_some(self.cold_us - self.warm_us)
+    }
+}

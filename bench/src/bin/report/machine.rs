@@ -3,8 +3,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// The document's title, when and how long the run was, and the machine.
-pub fn section(w: &mut String, meta: &BTreeMap<String, String>) {
+use crate::data::{num, trim_num, FirstTouch};
+
+/// The document's title, when and how long the run was, and the machine,
+/// with what the first touch of memory costs on it.
+pub fn section(w: &mut String, meta: &BTreeMap<String, String>, ft: Option<&FirstTouch>) {
     let m = |k: &str| meta.get(k).map_or("?", String::as_str);
     let _ = writeln!(w, "# Benchmarks\n");
     let _ = writeln!(
@@ -36,6 +39,17 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>) {
             let _ = writeln!(w, "| {label} | {} |", v.replace('|', "\\|"));
         }
     }
+    if let Some(ft) = ft {
+        let _ = writeln!(
+            w,
+            "| First touch of idle memory (cold) | {} s per GiB, {} µs of system time per page fault |\n\
+             | First touch of memory just freed (warm) | {} s per GiB, {} µs of system time per page fault |",
+            num(ft.cold_s_per_gib),
+            num(ft.cold_us),
+            num(ft.warm_s_per_gib),
+            num(ft.warm_us),
+        );
+    }
     let _ = writeln!(
         w,
         "\nThe machine is shared: other processes (builds) may run at the same time, \
@@ -43,4 +57,56 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>) {
          averages above. Wall times and latencies suffer from that; CPU time per \
          round trip much less.\n"
     );
+    if let Some(ft) = ft {
+        let _ = write!(
+            w,
+            "**First touch of memory.** At the start of the run, `firsttouch` \
+             (`bench/src/bin/firsttouch.rs`) waits {} s, maps {} MiB of anonymous memory \
+             in 4 KiB pages and writes a byte in every page, timing each 32 MiB; the cold \
+             figures are those of the slowest eighth (the kernel hands out recently freed \
+             pages first, and some of those are still backed). Then it maps and touches a \
+             GiB again, three times, and gets back the pages it has just freed: the warm \
+             figures. {}",
+            trim_num(ft.settle_s),
+            trim_num(ft.mb),
+            match (ft.count, ft.when.as_str()) {
+                (1, _) => String::new(),
+                (k, when) => format!(
+                    "The run measured this {}, at the start and again before the \
+                     sleepers (when the memory earlier stages freed has had minutes to go \
+                     cold); the table shows the one that found the coldest memory, {}. ",
+                    if k == 2 {
+                        "twice".to_string()
+                    } else {
+                        format!("{k} times")
+                    },
+                    if when == "start" {
+                        "at the start"
+                    } else {
+                        "before the sleepers"
+                    }
+                ),
+            },
+        );
+        if ft.extra_us().is_some() {
+            let _ = writeln!(
+                w,
+                "Cold costs {:.1} times warm here. The machine is a virtual one: the host \
+                 takes back memory the guest has left free for a few seconds, and the \
+                 guest's next touch of such a page waits for the host to back it again. \
+                 Every page fault pays the guest's own work; a cold one pays the host's \
+                 too. A program that touches gigabytes (the sleepers at N = 1,000,000) is \
+                 charged by the machine according to what ran before it, which the \
+                 Sleepers section takes care of.\n",
+                ft.cold_s_per_gib / ft.warm_s_per_gib,
+            );
+        } else {
+            let _ = writeln!(
+                w,
+                "In this run the cold figures came out less than twice the warm ones: \
+                 either the host backs all memory here, or too little of it had been idle \
+                 long enough to tell; the Sleepers section then marks no run cold.\n"
+            );
+        }
+    }
 }

@@ -2,13 +2,18 @@
 //! sleepers plot (SVG, drawn with plotters).
 //!
 //! ```text
-//! report --results bench/results --md docs/benchmarks.md --svg docs/img/sleepers.svg
+//! report --results bench/results --md docs/benchmarks.md --svg docs/src/img/sleepers.svg
 //! ```
 //!
 //! Inputs, all in the results directory, one record per line:
 //!
-//! - `sleepers.txt`: `sleepers runtime=.. n=.. wall_s=.. spawn_s=.. hwm_kb=.. maps=.. rep=.. ok=1`,
+//! - `sleepers.txt`: `sleepers runtime=.. n=.. wall_s=.. spawn_s=.. hwm_kb=.. maps=.. checksum=..
+//!   utime_s=.. stime_s=.. minflt=.. majflt=.. maxrss_kb=.. rep=.. order=.. ok=1`
+//!   (the CPU time and fault fields from `rusage`, absent in older results),
 //!   or `... ok=0 status=.. reason=free text to the end of the line`.
+//! - `sleepers-warmup.txt`: the same, for the discarded warm-up runs (`rep=0`).
+//! - `firsttouch.txt`: `firsttouch mb=.. settle_s=.. cold_s_per_gib=.. cold_sys_us_per_fault=..
+//!   cold_faults=.. warm_s_per_gib=.. warm_sys_us_per_fault=.. warm_faults=..`.
 //! - `echo.txt`: `echo server=.. rep=.. utime=.. stime=.. oncpu_ns=.. conns=.. size=.. secs=.. rt_total=.. rt=.. rps=.. p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=.. ok=1`.
 //! - `handover.txt`: `handover rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
 //!   `handover rep=.. ok=1 runtime=.. bench=.. na=1 reason=..` for a benchmark a
@@ -43,9 +48,10 @@ mod svg;
 mod targets;
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use data::{read_meta, read_recs, Rec};
+use data::{read_meta, read_recs, FirstTouch, Rec};
 
 struct Args {
     results: PathBuf,
@@ -57,7 +63,7 @@ fn args() -> Args {
     let mut a = Args {
         results: "bench/results".into(),
         md: "docs/benchmarks.md".into(),
-        svg: "docs/img/sleepers.svg".into(),
+        svg: "docs/src/img/sleepers.svg".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -77,8 +83,10 @@ fn args() -> Args {
 
 fn main() {
     let a = args();
-    let recs = Results {
+    let mut recs = Results {
         sleepers: read_recs(&a.results.join("sleepers.txt")),
+        sleepers_warmup: read_recs(&a.results.join("sleepers-warmup.txt")),
+        first_touch: FirstTouch::from_recs(&read_recs(&a.results.join("firsttouch.txt"))),
         echo: read_recs(&a.results.join("echo.txt")),
         http: read_recs(&a.results.join("http.txt")),
         scaling: read_recs(&a.results.join("scaling.txt")),
@@ -86,6 +94,11 @@ fn main() {
         lateness: read_recs(&a.results.join("lateness.txt")),
         syscalls: read_recs(&a.results.join("syscalls.txt")),
     };
+    sleepers::mark_cold(
+        &mut recs.sleepers,
+        &recs.sleepers_warmup,
+        recs.first_touch.as_ref(),
+    );
     let meta = read_meta(&a.results.join("meta.txt"));
     let commands = std::fs::read_to_string(a.results.join("commands.txt")).unwrap_or_default();
 
@@ -104,6 +117,10 @@ fn main() {
 /// The records of each result file.
 struct Results {
     pub sleepers: Vec<Rec>,
+    /// The discarded warm-up runs of the large sleepers cells.
+    pub sleepers_warmup: Vec<Rec>,
+    /// The machine's first-touch cost, if measured.
+    pub first_touch: Option<FirstTouch>,
     pub echo: Vec<Rec>,
     pub http: Vec<Rec>,
     pub scaling: Vec<Rec>,
@@ -134,11 +151,21 @@ fn markdown(
     let clk_tck: f64 = m("clk_tck").parse().unwrap_or(100.0);
     let mut o = String::new();
     let w = &mut o;
-    machine::section(w, meta);
+    // docs/src/benchmarks.md includes the page in two halves around the
+    // plot, which it shows with the book's own image path.
+    let _ = writeln!(w, "<!-- ANCHOR: before-plot -->");
+    machine::section(w, meta, recs.first_touch.as_ref());
     let go_missing = peers::go_missing(meta);
     targets::section(w, recs, clk_tck);
     peers::section(w, meta);
-    sleepers::section(w, &recs.sleepers, meta, go_missing.as_deref(), svg_rel);
+    sleepers::section(
+        w,
+        &recs.sleepers,
+        meta,
+        recs.first_touch.as_ref(),
+        go_missing.as_deref(),
+        svg_rel,
+    );
     echo::section(
         w,
         &recs.echo,
@@ -152,5 +179,6 @@ fn markdown(
     handover::section(w, &recs.handover, &|k| m(k).to_string());
     lateness::section(w, &recs.lateness, &|k| m(k).to_string());
     commands::section(w, meta, commands);
+    let _ = writeln!(w, "<!-- ANCHOR_END: after-plot -->");
     o
 }

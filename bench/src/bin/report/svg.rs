@@ -69,7 +69,7 @@ pub fn plot(recs: &[Rec], path: &Path) -> Result<(), Box<dyn std::error::Error>>
     let (title, body) = root.split_vertically(40);
     let (body, _notes_area) = body.split_vertically(470);
     title.titled(
-        "Sleepers: N tasks each sleep 1 s, then all are joined (median, bars: min–max)",
+        "Sleepers: N tasks each sleep 1 s, then all are joined (median of the warm runs, bars: min–max)",
         ("sans-serif", 20),
     )?;
     let (left, right) = body.split_horizontally(600);
