@@ -28,8 +28,9 @@
 #   PRETOUCH [1]    1: before each sleepers run at N >= 100,000, touch and free
 #                   as much memory as the hungriest warm-up run held (needs
 #                   WARMUP=1), so the run gets memory the host backs; 0: none
-#   FIRSTTOUCH_MB [4096]  MiB the first-touch measurement touches cold (then 1 GiB warm)
-#   FIRSTTOUCH_SETTLE [10]  seconds it waits first, so freed memory goes cold
+#   FIRSTTOUCH_MAX_MB [12288]  most MiB the first-touch measurement touches
+#                   looking for cold memory (and at most half of MemAvailable)
+#   FIRSTTOUCH_SETTLE [5]  seconds it waits before that
 #   HANDOVER_REPS [5]      runs per hand-over cell
 #   HANDOVER_TIMEOUT [60]  seconds before a hand-over run is killed and marked failed
 #   LATENESS_REPS [5]      runs per timer-lateness cell (per runtime and variant)
@@ -74,8 +75,8 @@ CELL_TIMEOUT=${CELL_TIMEOUT:-180}
 SLEEPERS_NS=${SLEEPERS_NS:-1 1000 10000 100000 1000000}
 WARMUP=${WARMUP:-1}
 PRETOUCH=${PRETOUCH:-1}
-FIRSTTOUCH_MB=${FIRSTTOUCH_MB:-4096}
-FIRSTTOUCH_SETTLE=${FIRSTTOUCH_SETTLE:-10}
+FIRSTTOUCH_MAX_MB=${FIRSTTOUCH_MAX_MB:-12288}
+FIRSTTOUCH_SETTLE=${FIRSTTOUCH_SETTLE:-5}
 HANDOVER_REPS=${HANDOVER_REPS:-5}
 HANDOVER_TIMEOUT=${HANDOVER_TIMEOUT:-60}
 LATENESS_REPS=${LATENESS_REPS:-5}
@@ -247,7 +248,7 @@ fi
     echo "sleepers_ns=$SLEEPERS_NS"
     echo "warmup=$WARMUP"
     echo "pretouch=$PRETOUCH"
-    echo "firsttouch_mb=$FIRSTTOUCH_MB"
+    echo "firsttouch_max_mb=$FIRSTTOUCH_MAX_MB"
     echo "firsttouch_settle=$FIRSTTOUCH_SETTLE"
     echo "stages=$STAGES"
     echo "runtimes=$RUNTIMES"
@@ -266,8 +267,8 @@ timeout ${HANDOVER_TIMEOUT} bench/target/release/handover --runtime {yieldloop|t
 timeout ${LATENESS_TIMEOUT} bench/target/release/lateness --runtime {yieldloop|tokio|may} --tasks ${LATENESS_TASKS} --max-ms ${LATENESS_MAX_MS}
 timeout ${LATENESS_TIMEOUT} chrt -f 50 bench/target/release/lateness --runtime {yieldloop|tokio|may} --tasks ${LATENESS_TASKS} --max-ms ${LATENESS_MAX_MS}
 # first touch of anonymous memory, at the start and again before the sleepers:
-# cold (after ${FIRSTTOUCH_SETTLE} s idle), then warm
-bench/target/release/firsttouch --mb ${FIRSTTOUCH_MB} --settle ${FIRSTTOUCH_SETTLE}
+# warm (a GiB just freed), then cold (past the memory still backed)
+bench/target/release/firsttouch --max-mb ${FIRSTTOUCH_MAX_MB} --settle ${FIRSTTOUCH_SETTLE}
 # sleepers: one process per measurement, killed after ${CELL_TIMEOUT} s, its
 # CPU time and page faults taken by rusage (wait4); at N >= 100,000 a
 # discarded warm-up run of each runtime first, and a pre-touch of as much
@@ -314,13 +315,12 @@ fi
 # What the first touch of memory costs here, cold and warm (see
 # bench/src/bin/firsttouch.rs): the report prints it and judges from it
 # which sleepers runs were served cold memory. Measured at the start, and
-# again just before the sleepers stage ($1: start or sleepers), when the
-# memory a build or an earlier stage freed has had minutes to go cold; the
-# report takes the measurement that found the coldest memory.
+# again just before the sleepers stage ($1: start or sleepers); the report
+# takes the measurement that found the coldest memory.
 first_touch() {
     local line
-    log "first touch ($1): $FIRSTTOUCH_MB MiB after $FIRSTTOUCH_SETTLE s idle (cold), then 1 GiB again (warm)"
-    if line=$("$BIN/firsttouch" --mb "$FIRSTTOUCH_MB" --settle "$FIRSTTOUCH_SETTLE" 2>>"$RES/firsttouch.err") && [ -n "$line" ]; then
+    log "first touch ($1): a GiB just freed (warm), then up to $FIRSTTOUCH_MAX_MB MiB looking for cold memory"
+    if line=$("$BIN/firsttouch" --max-mb "$FIRSTTOUCH_MAX_MB" --settle "$FIRSTTOUCH_SETTLE" 2>>"$RES/firsttouch.err") && [ -n "$line" ]; then
         echo "$line when=$1" >>"$RES/firsttouch.txt"
     else
         log "note: firsttouch failed: $(tail -n1 "$RES/firsttouch.err")"

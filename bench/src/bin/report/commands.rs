@@ -23,7 +23,7 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
         ("REPS_1M_ASYNCIO", "reps_1m_asyncio"),
         ("WARMUP", "warmup"),
         ("PRETOUCH", "pretouch"),
-        ("FIRSTTOUCH_MB", "firsttouch_mb"),
+        ("FIRSTTOUCH_MAX_MB", "firsttouch_max_mb"),
         ("FIRSTTOUCH_SETTLE", "firsttouch_settle"),
         ("ECHO_REPS", "echo_reps"),
         ("ECHO_SECS", "echo_secs"),
@@ -63,7 +63,7 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
          `docs/src/img/sleepers.svg` are rendered from them by \
          `bench/target/release/report --results bench/results --md docs/benchmarks.md --svg docs/src/img/sleepers.svg`. \
          Knobs (environment variables, described at the top of `bench/run.sh`): `REPS`, \
-         `REPS_100K`, `REPS_1M`, `REPS_1M_ASYNCIO`, `WARMUP`, `PRETOUCH`, `FIRSTTOUCH_MB`, \
+         `REPS_100K`, `REPS_1M`, `REPS_1M_ASYNCIO`, `WARMUP`, `PRETOUCH`, `FIRSTTOUCH_MAX_MB`, \
          `FIRSTTOUCH_SETTLE`, `ECHO_REPS`, `ECHO_SECS`, `ECHO_WARMUP`, `CELL_TIMEOUT`, \
          `SLEEPERS_NS`, `HANDOVER_REPS`, `HANDOVER_TIMEOUT`, `LATENESS_REPS`, \
          `LATENESS_TASKS`, `LATENESS_MAX_MS`, `LATENESS_TIMEOUT`, `HTTP_REPS`, `HTTP_SECS`, \

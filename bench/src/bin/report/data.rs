@@ -134,8 +134,10 @@ pub struct FirstTouch {
     pub when: String,
     /// How many measurements the run made.
     pub count: usize,
-    /// MiB mapped and touched per pass.
-    pub mb: f64,
+    /// MiB the cold pass touched.
+    pub touched_mb: f64,
+    /// MiB of those it found cold.
+    pub cold_mb: f64,
     /// Seconds the program waited before the cold pass.
     pub settle_s: f64,
     /// Seconds per GiB touched, of memory left idle for a while.
@@ -167,7 +169,8 @@ impl FirstTouch {
         let ft = FirstTouch {
             when: r.s("when").to_string(),
             count: valid.len(),
-            mb: r.f("mb"),
+            touched_mb: r.f("touched_mb"),
+            cold_mb: r.f("cold_mb"),
             settle_s: r.f("settle_s"),
             cold_s_per_gib: r.f("cold_s_per_gib"),
             warm_s_per_gib: r.f("warm_s_per_gib"),

@@ -60,21 +60,21 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, ft: Option<&Firs
     if let Some(ft) = ft {
         let _ = write!(
             w,
-            "**First touch of memory.** At the start of the run, `firsttouch` \
-             (`bench/src/bin/firsttouch.rs`) waits {} s, maps {} MiB of anonymous memory \
-             in 4 KiB pages and writes a byte in every page, timing each 32 MiB; the cold \
-             figures are those of the slowest eighth (the kernel hands out recently freed \
-             pages first, and some of those are still backed). Then it maps and touches a \
-             GiB again, three times, and gets back the pages it has just freed: the warm \
-             figures. {}",
+            "**First touch of memory.** `firsttouch` (`bench/src/bin/firsttouch.rs`) \
+             times the first touch of anonymous memory in 4 KiB pages, 32 MiB at a time. \
+             Warm: a GiB touched, freed and touched again at once, which gets back the \
+             pages just freed. Cold: after {} s, it touches on past the memory that is \
+             still backed until it has found a GiB that costs at least 2.5 times warm \
+             per fault (this time it touched {} MiB and found {} MiB cold). {}",
             trim_num(ft.settle_s),
-            trim_num(ft.mb),
+            trim_num(ft.touched_mb),
+            trim_num(ft.cold_mb),
             match (ft.count, ft.when.as_str()) {
                 (1, _) => String::new(),
                 (k, when) => format!(
                     "The run measured this {}, at the start and again before the \
-                     sleepers (when the memory earlier stages freed has had minutes to go \
-                     cold); the table shows the one that found the coldest memory, {}. ",
+                     sleepers; the table shows the one that found the coldest memory, \
+                     {}. ",
                     if k == 2 {
                         "twice".to_string()
                     } else {
@@ -92,20 +92,23 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, ft: Option<&Firs
             let _ = writeln!(
                 w,
                 "Cold costs {:.1} times warm here. The machine is a virtual one: the host \
-                 takes back memory the guest has left free for a few seconds, and the \
-                 guest's next touch of such a page waits for the host to back it again. \
-                 Every page fault pays the guest's own work; a cold one pays the host's \
-                 too. A program that touches gigabytes (the sleepers at N = 1,000,000) is \
-                 charged by the machine according to what ran before it, which the \
-                 Sleepers section takes care of.\n",
+                 backs the guest's memory lazily and takes back what the guest leaves \
+                 free, and the guest's first touch of a page the host no longer backs \
+                 waits for the host to back it again. Every page fault pays the guest's \
+                 own work; a cold one pays the host's too. The kernel hands out the pages \
+                 freed most recently first, so a program gets warm memory up to about \
+                 what ran shortly before it touched, and cold memory beyond: one that \
+                 touches gigabytes (the sleepers at N = 1,000,000) is charged by the \
+                 machine according to what ran before it, which the Sleepers section \
+                 takes care of.\n",
                 ft.cold_s_per_gib / ft.warm_s_per_gib,
             );
         } else {
             let _ = writeln!(
                 w,
-                "In this run the cold figures came out less than twice the warm ones: \
-                 either the host backs all memory here, or too little of it had been idle \
-                 long enough to tell; the Sleepers section then marks no run cold.\n"
+                "In this run the cold figures came out less than twice the warm ones \
+                 (it found no memory the host did not back, within its limit): the \
+                 Sleepers section then marks no run cold.\n"
             );
         }
     }

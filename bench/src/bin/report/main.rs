@@ -12,8 +12,9 @@
 //!   (the CPU time and fault fields from `rusage`, absent in older results),
 //!   or `... ok=0 status=.. reason=free text to the end of the line`.
 //! - `sleepers-warmup.txt`: the same, for the discarded warm-up runs (`rep=0`).
-//! - `firsttouch.txt`: `firsttouch mb=.. settle_s=.. cold_s_per_gib=.. cold_sys_us_per_fault=..
-//!   cold_faults=.. warm_s_per_gib=.. warm_sys_us_per_fault=.. warm_faults=..`.
+//! - `firsttouch.txt`: `firsttouch touched_mb=.. cold_mb=.. settle_s=.. cold_s_per_gib=..
+//!   cold_sys_us_per_fault=.. cold_faults=.. warm_s_per_gib=.. warm_sys_us_per_fault=..
+//!   warm_faults=.. when=start|sleepers`, one line per measurement.
 //! - `echo.txt`: `echo server=.. rep=.. utime=.. stime=.. oncpu_ns=.. conns=.. size=.. secs=.. rt_total=.. rt=.. rps=.. p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=.. ok=1`.
 //! - `handover.txt`: `handover rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
 //!   `handover rep=.. ok=1 runtime=.. bench=.. na=1 reason=..` for a benchmark a

@@ -250,8 +250,8 @@ fn reading_note(
         let _ = write!(
             w,
             "Here the second part is not fixed: the first touch of memory costs {} s per \
-             GiB when the host has not backed it for a few seconds and {} s per GiB when \
-             it has (see Machine). ",
+             GiB when the host no longer backs it and {} s per GiB when it still does \
+             (see Machine). ",
             num(ft.cold_s_per_gib),
             num(ft.warm_s_per_gib),
         );
@@ -259,8 +259,8 @@ fn reading_note(
             let _ = write!(
                 w,
                 "At N = 1,000,000 the hungriest runtime holds {} GiB, so served cold \
-                 memory the same run would take some {} s longer, for reasons that have \
-                 nothing to do with the runtime. ",
+                 memory the same run could take up to about {} s longer, for reasons that \
+                 have nothing to do with the runtime. ",
                 num(gib),
                 num(gib * (ft.cold_s_per_gib - ft.warm_s_per_gib)),
             );
@@ -269,9 +269,8 @@ fn reading_note(
         let _ = write!(
             w,
             "On a virtual machine the second part need not be fixed: where the host takes \
-             back memory the guest has left free for a few seconds, touching it again \
-             costs several times more (see Machine, whose measurement did not catch it \
-             in this run). "
+             back memory the guest leaves free, touching it again costs several times \
+             more (see Machine, whose measurement did not catch it in this run). "
         );
     }
     if meta.get("warmup").is_some_and(|v| v == "1") {
