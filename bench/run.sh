@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the comparison benchmarks and yieldloop's echo_server and echo_load
-# examples (release), runs them all (hand-over micro-benchmarks, timer lateness,
+# examples (release), measures what the first touch of memory costs on this
+# machine, runs the benchmarks (hand-over micro-benchmarks, timer lateness,
 # sleepers, echo servers, HTTP servers, thread-per-core scaling), and writes docs/benchmarks.md
-# and docs/img/sleepers.svg from the raw results in bench/results/.
+# and docs/src/img/sleepers.svg from the raw results in bench/results/.
 #
 # Go, the stackful peer, is built from bench/go (standard library only) with
 # `go build` when the go tool is installed (`apt-get install golang-go`) and
@@ -16,12 +17,20 @@
 # Knobs (environment variables, defaults in brackets):
 #   REPS [5]        runs per sleepers cell for N <= 10,000
 #   REPS_100K [3]   runs per sleepers cell for N = 100,000
-#   REPS_1M [2]     runs per sleepers cell for N = 1,000,000
+#   REPS_1M [3]     runs per sleepers cell for N = 1,000,000
 #   REPS_1M_ASYNCIO [1]  the same for asyncio, which takes 40-90 s per run there
 #   ECHO_REPS [5]   runs per echo cell
 #   ECHO_SECS [3]   measured seconds per echo run (after ECHO_WARMUP [0.5])
 #   CELL_TIMEOUT [180]  seconds before a sleepers run is killed and marked failed
 #   SLEEPERS_NS ["1 1000 10000 100000 1000000"]  task counts (for quick trials)
+#   WARMUP [1]      1: a discarded run of each runtime before the sleepers
+#                   cells of N >= 100,000 (asyncio only up to 100,000); 0: none
+#   PRETOUCH [1]    1: before each sleepers run at N >= 100,000, touch and free
+#                   as much memory as the hungriest warm-up run held (needs
+#                   WARMUP=1), so the run gets memory the host backs; 0: none
+#   FIRSTTOUCH_MAX_MB [12288]  most MiB the first-touch measurement touches
+#                   looking for cold memory (and at most half of MemAvailable)
+#   FIRSTTOUCH_SETTLE [5]  seconds it waits before that
 #   HANDOVER_REPS [5]      runs per hand-over cell
 #   HANDOVER_TIMEOUT [60]  seconds before a hand-over run is killed and marked failed
 #   LATENESS_REPS [5]      runs per timer-lateness cell (per runtime and variant)
@@ -37,6 +46,13 @@
 #   SCALE_REPS [5]  runs per thread-per-core scaling cell (client threads x workers)
 #   SCALE_SECS [4]  measured seconds per scaling run (the client is killed and the
 #                   run marked failed after SCALE_SECS + 30 s)
+#   STAGES ["handover lateness sleepers echo syscalls http scaling"]  the stages
+#                   to run (for trials: the report marks the others not run)
+#   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
+#                   echo and syscalls stages, e.g. "yieldloop floor go"; names:
+#                   yieldloop tokio may mio go threads floor asyncio
+#   OUT_MD [docs/benchmarks.md]  where the report goes (relative to the root)
+#   OUT_SVG [docs/src/img/sleepers.svg]  where the sleepers plot goes
 #
 # Timer lateness runs twice per runtime: at normal priority, and under
 # `chrt -f 50` (SCHED_FIFO, "realtime priority") when chrt works here
@@ -50,13 +66,17 @@ set -uo pipefail
 
 REPS=${REPS:-5}
 REPS_100K=${REPS_100K:-3}
-REPS_1M=${REPS_1M:-2}
+REPS_1M=${REPS_1M:-3}
 REPS_1M_ASYNCIO=${REPS_1M_ASYNCIO:-1}
 ECHO_REPS=${ECHO_REPS:-5}
 ECHO_SECS=${ECHO_SECS:-3}
 ECHO_WARMUP=${ECHO_WARMUP:-0.5}
 CELL_TIMEOUT=${CELL_TIMEOUT:-180}
 SLEEPERS_NS=${SLEEPERS_NS:-1 1000 10000 100000 1000000}
+WARMUP=${WARMUP:-1}
+PRETOUCH=${PRETOUCH:-1}
+FIRSTTOUCH_MAX_MB=${FIRSTTOUCH_MAX_MB:-12288}
+FIRSTTOUCH_SETTLE=${FIRSTTOUCH_SETTLE:-5}
 HANDOVER_REPS=${HANDOVER_REPS:-5}
 HANDOVER_TIMEOUT=${HANDOVER_TIMEOUT:-60}
 LATENESS_REPS=${LATENESS_REPS:-5}
@@ -69,6 +89,10 @@ HTTP_WARMUP=${HTTP_WARMUP:-0.5}
 HTTP_LOADGEN=${HTTP_LOADGEN:-auto}
 SCALE_REPS=${SCALE_REPS:-5}
 SCALE_SECS=${SCALE_SECS:-4}
+STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling}
+RUNTIMES=${RUNTIMES:-all}
+OUT_MD=${OUT_MD:-docs/benchmarks.md}
+OUT_SVG=${OUT_SVG:-docs/src/img/sleepers.svg}
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$BENCH")
@@ -78,6 +102,16 @@ EX=$ROOT/target/release/examples
 START=$(date +%s.%N)
 export RUST_BACKTRACE=0
 
+# Whether stage $1 is in STAGES.
+want() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
+# The runtimes of the list "$@" that RUNTIMES selects, in the list's order.
+pick() {
+    local rt out=""
+    for rt in "$@"; do
+        case " $RUNTIMES " in " all " | *" $rt "*) out="$out $rt" ;; esac
+    done
+    echo "$out"
+}
 elapsed() { awk -v s="$START" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
 log() { printf '[%6ss] %s\n' "$(elapsed)" "$*" >&2; }
 
@@ -89,7 +123,7 @@ if ! cargo build --release --quiet --bins; then
 fi
 # yieldloop's own echo server and load client, for the scaling stage (built
 # in the main crate, so they land in its target dir).
-if ! (cd "$ROOT" && cargo build --release --quiet --example echo_server --example echo_load); then
+if want scaling && ! (cd "$ROOT" && cargo build --release --quiet --example echo_server --example echo_load); then
     echo "run.sh: build of the echo_server and echo_load examples failed" >&2
     exit 1
 fi
@@ -124,8 +158,10 @@ bench_cmd() {
 }
 BUILD_S=$(elapsed)
 
-mkdir -p "$RES" "$ROOT/docs/img"
-rm -f "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/scaling.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
+case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
+mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/scaling.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -209,6 +245,13 @@ fi
     echo "scale_secs=$SCALE_SECS"
     echo "build_s=$BUILD_S"
     echo "go=$GO_VERSION"
+    echo "sleepers_ns=$SLEEPERS_NS"
+    echo "warmup=$WARMUP"
+    echo "pretouch=$PRETOUCH"
+    echo "firsttouch_max_mb=$FIRSTTOUCH_MAX_MB"
+    echo "firsttouch_settle=$FIRSTTOUCH_SETTLE"
+    echo "stages=$STAGES"
+    echo "runtimes=$RUNTIMES"
 } >"$RES/meta.txt"
 
 cat >"$RES/commands.txt" <<EOF
@@ -223,9 +266,16 @@ timeout ${HANDOVER_TIMEOUT} bench/target/release/handover --runtime {yieldloop|t
 # "realtime priority" variant, only where chrt works) under SCHED_FIFO 50
 timeout ${LATENESS_TIMEOUT} bench/target/release/lateness --runtime {yieldloop|tokio|may} --tasks ${LATENESS_TASKS} --max-ms ${LATENESS_MAX_MS}
 timeout ${LATENESS_TIMEOUT} chrt -f 50 bench/target/release/lateness --runtime {yieldloop|tokio|may} --tasks ${LATENESS_TASKS} --max-ms ${LATENESS_MAX_MS}
-# sleepers: one process per measurement, killed after ${CELL_TIMEOUT} s
-timeout ${CELL_TIMEOUT} bench/target/release/sleepers --runtime {yieldloop|tokio|may|threads} --n N
-timeout ${CELL_TIMEOUT} python3 bench/py/sleepers.py --n N
+# first touch of anonymous memory, at the start and again before the sleepers:
+# warm (a GiB just freed), then cold (past the memory still backed)
+bench/target/release/firsttouch --max-mb ${FIRSTTOUCH_MAX_MB} --settle ${FIRSTTOUCH_SETTLE}
+# sleepers: one process per measurement, killed after ${CELL_TIMEOUT} s, its
+# CPU time and page faults taken by rusage (wait4); at N >= 100,000 a
+# discarded warm-up run of each runtime first, and a pre-touch of as much
+# memory as the hungriest warm-up run held (MB) just before every run
+bench/target/release/firsttouch --pretouch --mb MB
+bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} bench/target/release/sleepers --runtime {yieldloop|tokio|may|threads} --n N
+bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} python3 bench/py/sleepers.py --n N
 # echo: a fresh server per run; CPU = the sum of /proc/SERVER_PID/task/*/schedstat
 # (first field, ns) and utime/stime from /proc/SERVER_PID/stat (fields 14 and
 # 15, for the user share), read before the client starts and 0.2 s after it exits
@@ -249,17 +299,34 @@ timeout ${SCALE_TIMEOUT} target/release/examples/echo_load --addr 127.0.0.1:PORT
 EOF
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
-timeout ${CELL_TIMEOUT} bench/target/release/sleepers_floor --n N
+bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} bench/target/release/sleepers_floor --n N
 EOF
 if [ -n "$GO_RUNS" ]; then
     cat >>"$RES/commands.txt" <<EOF
 # Go ($GO_VERSION): one binary, built in bench/go; GOMAXPROCS=1 throughout
 (cd bench/go && GOPROXY=off go build -o ../target/go/gobench .)
 timeout ${HANDOVER_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench handover --bench {pingpong|bounded|mutex|yield|spawn|scope|blockon}
-timeout ${CELL_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench sleepers --n N
+bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench sleepers --n N
 ${PIN_SERVER:+$PIN_SERVER }env GOMAXPROCS=1 bench/target/go/gobench echo --addr 127.0.0.1:PORT &   # driven by loadgen as above
 EOF
 fi
+
+# ---------------------------------------------------------------- first touch
+# What the first touch of memory costs here, cold and warm (see
+# bench/src/bin/firsttouch.rs): the report prints it and judges from it
+# which sleepers runs were served cold memory. Measured at the start, and
+# again just before the sleepers stage ($1: start or sleepers); the report
+# takes the measurement that found the coldest memory.
+first_touch() {
+    local line
+    log "first touch ($1): a GiB just freed (warm), then up to $FIRSTTOUCH_MAX_MB MiB looking for cold memory"
+    if line=$("$BIN/firsttouch" --max-mb "$FIRSTTOUCH_MAX_MB" --settle "$FIRSTTOUCH_SETTLE" 2>>"$RES/firsttouch.err") && [ -n "$line" ]; then
+        echo "$line when=$1" >>"$RES/firsttouch.txt"
+    else
+        log "note: firsttouch failed: $(tail -n1 "$RES/firsttouch.err")"
+    fi
+}
+first_touch start
 
 # ---------------------------------------------------------------- hand-over
 # One measurement; appends a result line (ok=1, or ok=1 na=1 for a benchmark
@@ -291,17 +358,19 @@ handover_cell() {
 
 # Repetitions interleave benchmarks and runtimes; a cell that failed (or
 # does not apply) is not run again.
-skip=" "
-for rep in $(seq 1 "$HANDOVER_REPS"); do
-    for b in pingpong bounded mutex yield spawn scope blockon; do
-        log "handover $b run $rep/$HANDOVER_REPS"
-        for rt in yieldloop tokio may $GO_RUNS; do
-            case $skip in *" $rt/$b "*) continue ;; esac
-            handover_cell "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+if want handover; then
+    skip=" "
+    for rep in $(seq 1 "$HANDOVER_REPS"); do
+        for b in pingpong bounded mutex yield spawn scope blockon; do
+            log "handover $b run $rep/$HANDOVER_REPS"
+            for rt in $(pick yieldloop tokio may $GO_RUNS); do
+                case $skip in *" $rt/$b "*) continue ;; esac
+                handover_cell "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+            done
         done
     done
-done
-rm -f "$RES/cell.out" "$RES/cell.err"
+    rm -f "$RES/cell.out" "$RES/cell.err"
+fi
 
 # ---------------------------------------------------------------- lateness
 # One measurement ($2: normal or rt); appends a result line (ok=1) or a
@@ -330,31 +399,37 @@ lateness_cell() {
     return 1
 }
 
-LATENESS_VARIANTS=normal
-[ "$LATENESS_RT" = yes ] && LATENESS_VARIANTS="normal rt"
-skip=" "
-for rep in $(seq 1 "$LATENESS_REPS"); do
-    log "lateness run $rep/$LATENESS_REPS ($LATENESS_VARIANTS)"
-    for variant in $LATENESS_VARIANTS; do
-        for rt in yieldloop tokio may; do
-            case $skip in *" $rt/$variant "*) continue ;; esac
-            lateness_cell "$rt" "$variant" "$rep" || skip="$skip$rt/$variant "
+if want lateness; then
+    LATENESS_VARIANTS=normal
+    [ "$LATENESS_RT" = yes ] && LATENESS_VARIANTS="normal rt"
+    skip=" "
+    for rep in $(seq 1 "$LATENESS_REPS"); do
+        log "lateness run $rep/$LATENESS_REPS ($LATENESS_VARIANTS)"
+        for variant in $LATENESS_VARIANTS; do
+            for rt in $(pick yieldloop tokio may); do
+                case $skip in *" $rt/$variant "*) continue ;; esac
+                lateness_cell "$rt" "$variant" "$rep" || skip="$skip$rt/$variant "
+            done
         done
     done
-done
-rm -f "$RES/cell.out" "$RES/cell.err"
+    rm -f "$RES/cell.out" "$RES/cell.err"
+fi
 
 # ---------------------------------------------------------------- sleepers
-# One measurement; appends a result line (ok=1) or a failure line (ok=0).
+# One measurement; appends a result line (ok=1) or a failure line (ok=0) to
+# file $5 (sleepers.txt, or sleepers-warmup.txt for the discarded warm-up
+# runs). $4 is the run's place in this repetition's order. The program runs
+# under `rusage`, whose fields (CPU time, page faults) join the line.
 sleepers_cell() {
-    local rt=$1 n=$2 rep=$3 out err rc reason
+    local rt=$1 n=$2 rep=$3 order=$4 file=$5 out err rc reason
     out=$RES/cell.out
     err=$RES/cell.err
     bench_cmd "$rt" sleepers
-    timeout "$CELL_TIMEOUT" "${CMD[@]}" --n "$n" >"$out" 2>"$err"
+    rm -f "$RES/cell.ru"
+    "$BIN/rusage" -o "$RES/cell.ru" -- timeout "$CELL_TIMEOUT" "${CMD[@]}" --n "$n" >"$out" 2>"$err"
     rc=$?
     if [ $rc -eq 0 ] && grep -q '^sleepers ' "$out"; then
-        echo "$(grep -m1 '^sleepers ' "$out") rep=$rep ok=1" >>"$RES/sleepers.txt"
+        echo "$(grep -m1 '^sleepers ' "$out") $(cat "$RES/cell.ru" 2>/dev/null) rep=$rep order=$order ok=1" >>"$file"
         return 0
     fi
     case $rc in
@@ -364,34 +439,80 @@ sleepers_cell() {
     esac
     [ -n "$reason" ] || reason="exit status $rc"
     cp "$err" "$RES/failed-$rt-$n.err"
-    echo "sleepers runtime=$rt n=$n rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/sleepers.txt"
+    echo "sleepers runtime=$rt n=$n rep=$rep order=$order ok=0 status=$rc reason=$reason" >>"$file"
     return 1
 }
 
-RUNTIMES="yieldloop tokio may threads floor $GO_RUNS"
-[ -n "$PY" ] && RUNTIMES="$RUNTIMES asyncio"
-for n in $SLEEPERS_NS; do
-    case $n in
-        1000000) reps=$REPS_1M ;;
-        100000) reps=$REPS_100K ;;
-        *) reps=$REPS ;;
-    esac
-    failed=" "
-    # Repetitions interleave the runtimes, so a burst of outside load
-    # does not land on one runtime only.
-    for rep in $(seq 1 "$reps"); do
-        for rt in $RUNTIMES; do
-            # Threads: only up to 10,000 (the article's point is that they
-            # hit a ceiling); a failed cell is not repeated.
-            if [ "$rt" = threads ] && [ "$n" -gt 10000 ]; then continue; fi
-            case $failed in *" $rt "*) continue ;; esac
-            if [ "$rt" = asyncio ] && [ "$n" -eq 1000000 ] && [ "$rep" -gt "$REPS_1M_ASYNCIO" ]; then continue; fi
-            log "sleepers $rt n=$n run $rep/$reps"
-            sleepers_cell "$rt" "$n" "$rep" || failed="$failed$rt "
+# The peak memory of the hungriest warm-up run at N = $1 (MiB, from
+# VmHWM, plus a tenth), or nothing when no warm-up run worked.
+pretouch_mb() {
+    awk -v n="$1" '
+        $0 ~ " n=" n " " && / ok=1/ {
+            for (i = 1; i <= NF; i++) if ($i ~ /^hwm_kb=/) { v = substr($i, 8) + 0; if (v > m) m = v }
+        }
+        END { if (m > 0) printf "%d", m * 1.1 / 1024 + 1 }' "$RES/sleepers-warmup.txt" 2>/dev/null
+}
+
+# Large cells (N >= 100,000) touch up to gigabytes, and on a virtual machine
+# memory the host has not backed for a few seconds costs several times more
+# on first touch (the first-touch figures in firsttouch.txt). So that no
+# runtime pays for the idle memory left by the stage before, each large N
+# starts with a discarded warm-up run of every runtime (WARMUP=1; asyncio
+# at 1,000,000 is left out, it takes a minute there), and every measured run
+# there follows a pre-touch of as much memory as the hungriest warm-up run
+# held (PRETOUCH=1), freed just before the run starts. The order of the
+# runtimes rotates by one place per repetition, so each goes first as
+# often as the others over as many repetitions as there are runtimes; a run
+# still served cold memory shows in its system time per page fault, and
+# the report flags it.
+if want sleepers; then
+    # Right after the first measurement there is nothing new to learn.
+    [ "$STAGES" = sleepers ] || first_touch sleepers
+    SLEEPERS_RTS=$(pick yieldloop tokio may threads floor $GO_RUNS)
+    [ -n "$PY" ] && SLEEPERS_RTS="$SLEEPERS_RTS $(pick asyncio)"
+    for n in $SLEEPERS_NS; do
+        case $n in
+            1000000) reps=$REPS_1M ;;
+            100000) reps=$REPS_100K ;;
+            *) reps=$REPS ;;
+        esac
+        failed=" "
+        touch_mb=""
+        if [ "$n" -ge 100000 ] && [ "$WARMUP" = 1 ]; then
+            for rt in $SLEEPERS_RTS; do
+                if [ "$rt" = threads ] && [ "$n" -gt 10000 ]; then continue; fi
+                if [ "$rt" = asyncio ] && [ "$n" -ge 1000000 ]; then continue; fi
+                log "sleepers $rt n=$n warm-up (discarded)"
+                sleepers_cell "$rt" "$n" 0 0 "$RES/sleepers-warmup.txt"
+            done
+            [ "$PRETOUCH" = 1 ] && touch_mb=$(pretouch_mb "$n")
+        fi
+        # Repetitions interleave the runtimes, so a burst of outside load
+        # does not land on one runtime only.
+        for rep in $(seq 1 "$reps"); do
+            lineup=()
+            for rt in $SLEEPERS_RTS; do
+                # Threads: only up to 10,000 (the article's point is that they
+                # hit a ceiling); a failed cell is not repeated.
+                if [ "$rt" = threads ] && [ "$n" -gt 10000 ]; then continue; fi
+                case $failed in *" $rt "*) continue ;; esac
+                if [ "$rt" = asyncio ] && [ "$n" -eq 1000000 ] && [ "$rep" -gt "$REPS_1M_ASYNCIO" ]; then continue; fi
+                lineup+=("$rt")
+            done
+            k=${#lineup[@]}
+            for ((i = 0; i < k; i++)); do
+                rt=${lineup[(i + rep - 1) % k]}
+                if [ -n "$touch_mb" ]; then
+                    "$BIN/firsttouch" --pretouch --mb "$touch_mb" 2>>"$RES/pretouch.err" ||
+                        log "note: pre-touch of $touch_mb MiB failed (see pretouch.err)"
+                fi
+                log "sleepers $rt n=$n run $rep/$reps (position $((i + 1)) of $k${touch_mb:+, after a pre-touch of $touch_mb MiB})"
+                sleepers_cell "$rt" "$n" "$rep" "$((i + 1))" "$RES/sleepers.txt" || failed="$failed$rt "
+            done
         done
     done
-done
-rm -f "$RES/cell.out" "$RES/cell.err"
+    rm -f "$RES/cell.out" "$RES/cell.err" "$RES/cell.ru"
+fi
 
 # ---------------------------------------------------------------- echo
 oncpu_ns() { # nanoseconds every thread of a process has run, from schedstat
@@ -433,34 +554,36 @@ start_server() {
     return 1
 }
 
-for rep in $(seq 1 "$ECHO_REPS"); do
-    for server in yieldloop tokio may mio $GO_RUNS; do
-        for conns in 1 64 512; do
-            if ! start_server "echo_$server"; then
-                echo "echo server=$server conns=$conns rep=$rep ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/echo.txt"
-                continue
-            fi
-            log "echo $server conns=$conns run $rep/$ECHO_REPS ($addr)"
-            read -r u0 s0 < <(stat_ticks "$spid")
-            c0=$(oncpu_ns "$spid")
-            # shellcheck disable=SC2086
-            out=$($PIN_CLIENT "$BIN/loadgen" --addr "$addr" --conns "$conns" --size 64 \
-                --duration "$ECHO_SECS" --warmup "$ECHO_WARMUP" 2>"$RES/client.err")
-            rc=$?
-            sleep 0.2
-            read -r u1 s1 < <(stat_ticks "$spid")
-            c1=$(oncpu_ns "$spid")
-            kill "$spid" 2>/dev/null
-            wait "$spid" 2>/dev/null
-            if [ $rc -eq 0 ] && [ -n "$out" ]; then
-                echo "echo server=$server rep=$rep utime=$((u1 - u0)) stime=$((s1 - s0)) oncpu_ns=$((c1 - c0)) ${out#loadgen } ok=1" >>"$RES/echo.txt"
-            else
-                echo "echo server=$server conns=$conns rep=$rep ok=0 reason=loadgen exit $rc: $(tail -n1 "$RES/client.err")" >>"$RES/echo.txt"
-            fi
+if want echo; then
+    for rep in $(seq 1 "$ECHO_REPS"); do
+        for server in $(pick yieldloop tokio may mio $GO_RUNS); do
+            for conns in 1 64 512; do
+                if ! start_server "echo_$server"; then
+                    echo "echo server=$server conns=$conns rep=$rep ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/echo.txt"
+                    continue
+                fi
+                log "echo $server conns=$conns run $rep/$ECHO_REPS ($addr)"
+                read -r u0 s0 < <(stat_ticks "$spid")
+                c0=$(oncpu_ns "$spid")
+                # shellcheck disable=SC2086
+                out=$($PIN_CLIENT "$BIN/loadgen" --addr "$addr" --conns "$conns" --size 64 \
+                    --duration "$ECHO_SECS" --warmup "$ECHO_WARMUP" 2>"$RES/client.err")
+                rc=$?
+                sleep 0.2
+                read -r u1 s1 < <(stat_ticks "$spid")
+                c1=$(oncpu_ns "$spid")
+                kill "$spid" 2>/dev/null
+                wait "$spid" 2>/dev/null
+                if [ $rc -eq 0 ] && [ -n "$out" ]; then
+                    echo "echo server=$server rep=$rep utime=$((u1 - u0)) stime=$((s1 - s0)) oncpu_ns=$((c1 - c0)) ${out#loadgen } ok=1" >>"$RES/echo.txt"
+                else
+                    echo "echo server=$server conns=$conns rep=$rep ok=0 reason=loadgen exit $rc: $(tail -n1 "$RES/client.err")" >>"$RES/echo.txt"
+                fi
+            done
         done
     done
-done
-rm -f "$RES/server.err" "$RES/client.err"
+    rm -f "$RES/server.err" "$RES/client.err"
+fi
 
 # ---------------------------------------------------------------- syscalls
 # System calls per round trip at 1 connection, where every round trip is a
@@ -468,37 +591,39 @@ rm -f "$RES/server.err" "$RES/client.err"
 # kernel's syscall tracepoints through `perf stat` (which, unlike strace,
 # does not slow the server down and so does not change how often it finds
 # the next message already there).
-rm -f "$RES/syscalls.txt"
-SYSCALLS="epoll_wait epoll_pwait recvfrom read sendto write futex"
-if command -v perf >/dev/null && perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1; then
-    events=raw_syscalls:sys_enter
-    for c in $SYSCALLS; do events="$events,syscalls:sys_enter_$c"; done
-    for server in yieldloop tokio may mio $GO_RUNS; do
-        if ! start_server "echo_$server"; then
-            echo "syscalls server=$server ok=0" >>"$RES/syscalls.txt"
-            continue
-        fi
-        log "syscalls $server ($addr)"
-        perf stat -x, -e "$events" -p "$spid" -o "$RES/perf.out" &
-        ppid=$!
-        sleep 0.2
-        # shellcheck disable=SC2086
-        out=$($PIN_CLIENT "$BIN/loadgen" --addr "$addr" --conns 1 --size 64 --duration 2 --warmup 0 2>/dev/null)
-        kill -INT "$ppid" 2>/dev/null
-        wait "$ppid" 2>/dev/null
-        kill "$spid" 2>/dev/null
-        wait "$spid" 2>/dev/null
-        rt=$(echo "$out" | sed -n 's/.* rt_total=\([0-9]*\).*/\1/p')
-        if [ -n "$rt" ] && [ -s "$RES/perf.out" ]; then
-            calls=$(awk -F, '$1 ~ /^[0-9]+$/ { n = $3; sub(/.*sys_enter_?/, "", n); if (n == "") n = "total"; printf " %s=%s", n, $1 }' "$RES/perf.out")
-            echo "syscalls server=$server rt_total=$rt$calls ok=1" >>"$RES/syscalls.txt"
-        else
-            echo "syscalls server=$server ok=0" >>"$RES/syscalls.txt"
-        fi
-    done
-    rm -f "$RES/perf.out"
-else
-    echo "perf with syscall tracepoints missing: the system-call table is left out"
+if want syscalls; then
+    rm -f "$RES/syscalls.txt"
+    SYSCALLS="epoll_wait epoll_pwait recvfrom read sendto write futex"
+    if command -v perf >/dev/null && perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1; then
+        events=raw_syscalls:sys_enter
+        for c in $SYSCALLS; do events="$events,syscalls:sys_enter_$c"; done
+        for server in $(pick yieldloop tokio may mio $GO_RUNS); do
+            if ! start_server "echo_$server"; then
+                echo "syscalls server=$server ok=0" >>"$RES/syscalls.txt"
+                continue
+            fi
+            log "syscalls $server ($addr)"
+            perf stat -x, -e "$events" -p "$spid" -o "$RES/perf.out" &
+            ppid=$!
+            sleep 0.2
+            # shellcheck disable=SC2086
+            out=$($PIN_CLIENT "$BIN/loadgen" --addr "$addr" --conns 1 --size 64 --duration 2 --warmup 0 2>/dev/null)
+            kill -INT "$ppid" 2>/dev/null
+            wait "$ppid" 2>/dev/null
+            kill "$spid" 2>/dev/null
+            wait "$spid" 2>/dev/null
+            rt=$(echo "$out" | sed -n 's/.* rt_total=\([0-9]*\).*/\1/p')
+            if [ -n "$rt" ] && [ -s "$RES/perf.out" ]; then
+                calls=$(awk -F, '$1 ~ /^[0-9]+$/ { n = $3; sub(/.*sys_enter_?/, "", n); if (n == "") n = "total"; printf " %s=%s", n, $1 }' "$RES/perf.out")
+                echo "syscalls server=$server rt_total=$rt$calls ok=1" >>"$RES/syscalls.txt"
+            else
+                echo "syscalls server=$server ok=0" >>"$RES/syscalls.txt"
+            fi
+        done
+        rm -f "$RES/perf.out"
+    else
+        echo "perf with syscall tracepoints missing: the system-call table is left out"
+    fi
 fi
 
 # ---------------------------------------------------------------- http
@@ -527,56 +652,58 @@ parse_wrk() {
         }'
 }
 
-case $HTTP_LOAD in
-    none*)
-        why=${HTTP_LOAD#none (}
-        why=${why%)}
-        log "http: skipped: $why"
-        echo "http ok=0 skipped=1 reason=$why" >>"$RES/http.txt"
-        ;;
-    *)
-        for rep in $(seq 1 "$HTTP_REPS"); do
-            for server in yieldloop hyper; do
-                for conns in 64 256; do
-                    what="http server=$server conns=$conns rep=$rep load=$HTTP_LOAD"
-                    if ! start_server "http_$server"; then
-                        echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/http.txt"
-                        continue
-                    fi
-                    log "http $server conns=$conns run $rep/$HTTP_REPS ($addr, $HTTP_LOAD)"
-                    read -r u0 s0 < <(stat_ticks "$spid")
-                    if [ "$HTTP_LOAD" = wrk ]; then
-                        # shellcheck disable=SC2086
-                        raw=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT wrk -t1 -c "$conns" -d "${HTTP_SECS}s" \
-                            --latency "http://$addr/" 2>"$RES/client.err")
-                        rc=$?
-                        out=$(printf '%s\n' "$raw" | parse_wrk "$conns") || { [ $rc -eq 0 ] && rc=1; }
-                    else
-                        # shellcheck disable=SC2086
-                        out=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT "$BIN/http_load" --addr "$addr" --conns "$conns" \
-                            --duration "$HTTP_SECS" --warmup "$HTTP_WARMUP" 2>"$RES/client.err")
-                        rc=$?
-                        out=${out#http_load }
-                    fi
-                    sleep 0.2
-                    read -r u1 s1 < <(stat_ticks "$spid")
-                    kill "$spid" 2>/dev/null
-                    wait "$spid" 2>/dev/null
-                    if [ $rc -eq 0 ] && [ -n "$out" ]; then
-                        echo "http server=$server rep=$rep load=$HTTP_LOAD utime=$((u1 - u0)) stime=$((s1 - s0)) $out ok=1" >>"$RES/http.txt"
-                    else
-                        case $rc in
-                            124) reason="$HTTP_LOAD killed after ${HTTP_TIMEOUT} s (timeout)" ;;
-                            *) reason="$HTTP_LOAD exit $rc: $(tail -n1 "$RES/client.err")" ;;
-                        esac
-                        echo "$what ok=0 reason=$reason" >>"$RES/http.txt"
-                    fi
+if want http; then
+    case $HTTP_LOAD in
+        none*)
+            why=${HTTP_LOAD#none (}
+            why=${why%)}
+            log "http: skipped: $why"
+            echo "http ok=0 skipped=1 reason=$why" >>"$RES/http.txt"
+            ;;
+        *)
+            for rep in $(seq 1 "$HTTP_REPS"); do
+                for server in yieldloop hyper; do
+                    for conns in 64 256; do
+                        what="http server=$server conns=$conns rep=$rep load=$HTTP_LOAD"
+                        if ! start_server "http_$server"; then
+                            echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/http.txt"
+                            continue
+                        fi
+                        log "http $server conns=$conns run $rep/$HTTP_REPS ($addr, $HTTP_LOAD)"
+                        read -r u0 s0 < <(stat_ticks "$spid")
+                        if [ "$HTTP_LOAD" = wrk ]; then
+                            # shellcheck disable=SC2086
+                            raw=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT wrk -t1 -c "$conns" -d "${HTTP_SECS}s" \
+                                --latency "http://$addr/" 2>"$RES/client.err")
+                            rc=$?
+                            out=$(printf '%s\n' "$raw" | parse_wrk "$conns") || { [ $rc -eq 0 ] && rc=1; }
+                        else
+                            # shellcheck disable=SC2086
+                            out=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT "$BIN/http_load" --addr "$addr" --conns "$conns" \
+                                --duration "$HTTP_SECS" --warmup "$HTTP_WARMUP" 2>"$RES/client.err")
+                            rc=$?
+                            out=${out#http_load }
+                        fi
+                        sleep 0.2
+                        read -r u1 s1 < <(stat_ticks "$spid")
+                        kill "$spid" 2>/dev/null
+                        wait "$spid" 2>/dev/null
+                        if [ $rc -eq 0 ] && [ -n "$out" ]; then
+                            echo "http server=$server rep=$rep load=$HTTP_LOAD utime=$((u1 - u0)) stime=$((s1 - s0)) $out ok=1" >>"$RES/http.txt"
+                        else
+                            case $rc in
+                                124) reason="$HTTP_LOAD killed after ${HTTP_TIMEOUT} s (timeout)" ;;
+                                *) reason="$HTTP_LOAD exit $rc: $(tail -n1 "$RES/client.err")" ;;
+                            esac
+                            echo "$what ok=0 reason=$reason" >>"$RES/http.txt"
+                        fi
+                    done
                 done
             done
-        done
-        rm -f "$RES/server.err" "$RES/client.err"
-        ;;
-esac
+            rm -f "$RES/server.err" "$RES/client.err"
+            ;;
+    esac
+fi
 
 # ---------------------------------------------------------------- scaling
 # yieldloop's own echo server with one or two workers (one scheduler per
@@ -629,48 +756,50 @@ stop_scaling_server() {
     wait "$spid" 2>/dev/null
 }
 
-for rep in $(seq 1 "$SCALE_REPS"); do
-    for clients in 1 2; do
-        for workers in 1 2; do
-            what="scaling workers=$workers clients=$clients rep=$rep"
-            if ! start_scaling_server "$workers"; then
-                echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/scaling.txt"
-                continue
-            fi
-            log "scaling workers=$workers clients=$clients run $rep/$SCALE_REPS ($addr)"
-            out=$(timeout "$SCALE_TIMEOUT" "$EX/echo_load" --addr "$addr" --connections 64 --size 64 \
-                --duration "$SCALE_SECS" --threads "$clients" --server-pid "$spid" 2>"$RES/client.err")
-            rc=$?
-            read -r vcs ivcs < <(ctxt_switches "$spid")
-            stop_scaling_server
-            # "64 connections, 64-byte messages, 4.0 s: N round trips, R per second"
-            # and, last, "rps R conns 64 size 64 server_us_per_rt X".
-            rts=$(printf '%s\n' "$out" | sed -n 's/.*: \([0-9]*\) round trips,.*/\1/p' | head -n1)
-            last=$(printf '%s\n' "$out" | grep '^rps ' | tail -n1)
-            rps=$(awk '{ for (i = 1; i < NF; i++) if ($i == "rps") print $(i + 1) }' <<<"$last")
-            us=$(awk '{ for (i = 1; i < NF; i++) if ($i == "server_us_per_rt") print $(i + 1) }' <<<"$last")
-            if [ $rc -ne 0 ]; then
-                case $rc in
-                    124) reason="echo_load killed after ${SCALE_TIMEOUT} s (timeout)" ;;
-                    *) reason="echo_load exit $rc: $(tail -n1 "$RES/client.err")" ;;
-                esac
-                echo "$what ok=0 reason=$reason" >>"$RES/scaling.txt"
-            elif [ -z "$rts" ] || [ -z "$rps" ] || [ -z "$us" ] || [ "$rts" -eq 0 ]; then
-                echo "$what ok=0 reason=unexpected echo_load output: $(printf '%s' "$out" | tail -n1)" >>"$RES/scaling.txt"
-            else
-                per=$(awk -v v="$vcs" -v n="$ivcs" -v r="$rts" 'BEGIN { printf "vcs_per_rt=%.5f ivcs_per_rt=%.5f", v / r, n / r }')
-                echo "$what ok=1 rps=$rps server_us_per_rt=$us round_trips=$rts $per" >>"$RES/scaling.txt"
-            fi
+if want scaling; then
+    for rep in $(seq 1 "$SCALE_REPS"); do
+        for clients in 1 2; do
+            for workers in 1 2; do
+                what="scaling workers=$workers clients=$clients rep=$rep"
+                if ! start_scaling_server "$workers"; then
+                    echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/scaling.txt"
+                    continue
+                fi
+                log "scaling workers=$workers clients=$clients run $rep/$SCALE_REPS ($addr)"
+                out=$(timeout "$SCALE_TIMEOUT" "$EX/echo_load" --addr "$addr" --connections 64 --size 64 \
+                    --duration "$SCALE_SECS" --threads "$clients" --server-pid "$spid" 2>"$RES/client.err")
+                rc=$?
+                read -r vcs ivcs < <(ctxt_switches "$spid")
+                stop_scaling_server
+                # "64 connections, 64-byte messages, 4.0 s: N round trips, R per second"
+                # and, last, "rps R conns 64 size 64 server_us_per_rt X".
+                rts=$(printf '%s\n' "$out" | sed -n 's/.*: \([0-9]*\) round trips,.*/\1/p' | head -n1)
+                last=$(printf '%s\n' "$out" | grep '^rps ' | tail -n1)
+                rps=$(awk '{ for (i = 1; i < NF; i++) if ($i == "rps") print $(i + 1) }' <<<"$last")
+                us=$(awk '{ for (i = 1; i < NF; i++) if ($i == "server_us_per_rt") print $(i + 1) }' <<<"$last")
+                if [ $rc -ne 0 ]; then
+                    case $rc in
+                        124) reason="echo_load killed after ${SCALE_TIMEOUT} s (timeout)" ;;
+                        *) reason="echo_load exit $rc: $(tail -n1 "$RES/client.err")" ;;
+                    esac
+                    echo "$what ok=0 reason=$reason" >>"$RES/scaling.txt"
+                elif [ -z "$rts" ] || [ -z "$rps" ] || [ -z "$us" ] || [ "$rts" -eq 0 ]; then
+                    echo "$what ok=0 reason=unexpected echo_load output: $(printf '%s' "$out" | tail -n1)" >>"$RES/scaling.txt"
+                else
+                    per=$(awk -v v="$vcs" -v n="$ivcs" -v r="$rts" 'BEGIN { printf "vcs_per_rt=%.5f ivcs_per_rt=%.5f", v / r, n / r }')
+                    echo "$what ok=1 rps=$rps server_us_per_rt=$us round_trips=$rts $per" >>"$RES/scaling.txt"
+                fi
+            done
         done
     done
-done
-rm -f "$RES/server.err" "$RES/client.err"
+    rm -f "$RES/server.err" "$RES/client.err"
+fi
 
 # ---------------------------------------------------------------- report
 {
     echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)"
     echo "total_s=$(elapsed)"
 } >>"$RES/meta.txt"
-log "writing docs/benchmarks.md and docs/img/sleepers.svg"
-"$BIN/report" --results "$RES" --md "$ROOT/docs/benchmarks.md" --svg "$ROOT/docs/img/sleepers.svg"
+log "writing $OUT_MD and $OUT_SVG"
+"$BIN/report" --results "$RES" --md "$OUT_MD" --svg "$OUT_SVG"
 log "done"

@@ -1,0 +1,185 @@
+//! Turns the raw results of bench/run.sh into docs/benchmarks.md and the
+//! sleepers plot (SVG, drawn with plotters).
+//!
+//! ```text
+//! report --results bench/results --md docs/benchmarks.md --svg docs/src/img/sleepers.svg
+//! ```
+//!
+//! Inputs, all in the results directory, one record per line:
+//!
+//! - `sleepers.txt`: `sleepers runtime=.. n=.. wall_s=.. spawn_s=.. hwm_kb=.. maps=.. checksum=..
+//!   utime_s=.. stime_s=.. minflt=.. majflt=.. maxrss_kb=.. rep=.. order=.. ok=1`
+//!   (the CPU time and fault fields from `rusage`, absent in older results),
+//!   or `... ok=0 status=.. reason=free text to the end of the line`.
+//! - `sleepers-warmup.txt`: the same, for the discarded warm-up runs (`rep=0`).
+//! - `firsttouch.txt`: `firsttouch touched_mb=.. cold_mb=.. settle_s=.. cold_s_per_gib=..
+//!   cold_sys_us_per_fault=.. cold_faults=.. warm_s_per_gib=.. warm_sys_us_per_fault=..
+//!   warm_faults=.. when=start|sleepers`, one line per measurement.
+//! - `echo.txt`: `echo server=.. rep=.. utime=.. stime=.. oncpu_ns=.. conns=.. size=.. secs=.. rt_total=.. rt=.. rps=.. p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=.. ok=1`.
+//! - `handover.txt`: `handover rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
+//!   `handover rep=.. ok=1 runtime=.. bench=.. na=1 reason=..` for a benchmark a
+//!   runtime cannot do, or `handover runtime=.. bench=.. rep=.. ok=0 status=.. reason=..`.
+//! - `http.txt`: `http server=.. rep=.. load=wrk|http_load utime=.. stime=.. conns=.. secs=.. requests_total=.. requests=.. rps=.. p50_us=.. p99_us=.. errors=.. ok=1`
+//!   (http_load adds `p999_us` and `max_us`), `http server=.. conns=.. rep=.. load=.. ok=0 reason=..`,
+//!   or `http ok=0 skipped=1 reason=..` when the stage did not run.
+//! - `scaling.txt`: `scaling workers=.. clients=.. rep=.. ok=1 rps=.. server_us_per_rt=.. round_trips=.. vcs_per_rt=.. ivcs_per_rt=..`,
+//!   or `scaling workers=.. clients=.. rep=.. ok=0 reason=..`.
+//! - `lateness.txt`: `lateness variant=normal|rt rep=.. ok=1 runtime=.. tasks=.. max_ms=.. p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. mean_us=.. early=.. max_early_us=..`,
+//!   or `lateness runtime=.. variant=.. rep=.. ok=0 status=.. reason=..`.
+//! - `meta.txt`: `key=value` lines about the machine and the run.
+//! - `commands.txt`: the command lines, copied into the document.
+//!
+//! One module per section of the document (`machine`, `targets`, `peers`
+//! for Go and the stackful floor, `sleepers`, `echo`, `http`, `scaling`,
+//! `handover`, `lateness`, `commands`), `svg` for the plot and `data` for
+//! the records and number formats they share; `markdown` puts the sections
+//! in order.
+
+mod commands;
+mod data;
+mod echo;
+mod handover;
+mod http;
+mod lateness;
+mod machine;
+mod peers;
+mod scaling;
+mod sleepers;
+mod svg;
+mod targets;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use data::{read_meta, read_recs, FirstTouch, Rec};
+
+struct Args {
+    results: PathBuf,
+    md: PathBuf,
+    svg: PathBuf,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        results: "bench/results".into(),
+        md: "docs/benchmarks.md".into(),
+        svg: "docs/src/img/sleepers.svg".into(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let v = it.next().unwrap_or_default();
+        match k.as_str() {
+            "--results" => a.results = v.into(),
+            "--md" => a.md = v.into(),
+            "--svg" => a.svg = v.into(),
+            _ => {
+                eprintln!("usage: report --results DIR --md FILE --svg FILE");
+                std::process::exit(2);
+            }
+        }
+    }
+    a
+}
+
+fn main() {
+    let a = args();
+    let mut recs = Results {
+        sleepers: read_recs(&a.results.join("sleepers.txt")),
+        sleepers_warmup: read_recs(&a.results.join("sleepers-warmup.txt")),
+        first_touch: FirstTouch::from_recs(&read_recs(&a.results.join("firsttouch.txt"))),
+        echo: read_recs(&a.results.join("echo.txt")),
+        http: read_recs(&a.results.join("http.txt")),
+        scaling: read_recs(&a.results.join("scaling.txt")),
+        handover: read_recs(&a.results.join("handover.txt")),
+        lateness: read_recs(&a.results.join("lateness.txt")),
+        syscalls: read_recs(&a.results.join("syscalls.txt")),
+    };
+    sleepers::mark_cold(
+        &mut recs.sleepers,
+        &recs.sleepers_warmup,
+        recs.first_touch.as_ref(),
+    );
+    let meta = read_meta(&a.results.join("meta.txt"));
+    let commands = std::fs::read_to_string(a.results.join("commands.txt")).unwrap_or_default();
+
+    let svg_rel = relative_to(&a.svg, a.md.parent().unwrap_or(Path::new(".")));
+    if let Err(e) = svg::plot(&recs.sleepers, &a.svg) {
+        eprintln!("report: plot failed: {e}");
+    }
+    let md = markdown(&recs, &meta, &commands, &svg_rel);
+    if let Err(e) = std::fs::write(&a.md, md) {
+        eprintln!("report: writing {}: {e}", a.md.display());
+        std::process::exit(1);
+    }
+    eprintln!("report: wrote {} and {}", a.md.display(), a.svg.display());
+}
+
+/// The records of each result file.
+struct Results {
+    pub sleepers: Vec<Rec>,
+    /// The discarded warm-up runs of the large sleepers cells.
+    pub sleepers_warmup: Vec<Rec>,
+    /// The machine's first-touch cost, if measured.
+    pub first_touch: Option<FirstTouch>,
+    pub echo: Vec<Rec>,
+    pub http: Vec<Rec>,
+    pub scaling: Vec<Rec>,
+    pub handover: Vec<Rec>,
+    pub lateness: Vec<Rec>,
+    pub syscalls: Vec<Rec>,
+}
+
+/// `target` relative to `dir` when it lies below it (for the image link).
+fn relative_to(target: &Path, dir: &Path) -> String {
+    let t = std::fs::canonicalize(target.parent().unwrap_or(Path::new(".")))
+        .map(|p| p.join(target.file_name().unwrap_or_default()))
+        .unwrap_or_else(|_| target.to_path_buf());
+    let d = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    t.strip_prefix(&d)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| t.display().to_string())
+}
+
+/// The whole document, section by section.
+fn markdown(
+    recs: &Results,
+    meta: &BTreeMap<String, String>,
+    commands: &str,
+    svg_rel: &str,
+) -> String {
+    let m = |k: &str| meta.get(k).map_or("?", String::as_str);
+    let clk_tck: f64 = m("clk_tck").parse().unwrap_or(100.0);
+    let mut o = String::new();
+    let w = &mut o;
+    // docs/src/benchmarks.md includes the page in two halves around the
+    // plot, which it shows with the book's own image path.
+    let _ = writeln!(w, "<!-- ANCHOR: before-plot -->");
+    machine::section(w, meta, recs.first_touch.as_ref());
+    let go_missing = peers::go_missing(meta);
+    targets::section(w, recs, clk_tck);
+    peers::section(w, meta);
+    sleepers::section(
+        w,
+        &recs.sleepers,
+        meta,
+        recs.first_touch.as_ref(),
+        go_missing.as_deref(),
+        svg_rel,
+    );
+    echo::section(
+        w,
+        &recs.echo,
+        &recs.syscalls,
+        meta,
+        go_missing.as_deref(),
+        clk_tck,
+    );
+    http::section(w, &recs.http, &|k| m(k).to_string(), clk_tck);
+    scaling::section(w, &recs.scaling, &|k| m(k).to_string());
+    handover::section(w, &recs.handover, &|k| m(k).to_string());
+    lateness::section(w, &recs.lateness, &|k| m(k).to_string());
+    commands::section(w, meta, commands);
+    let _ = writeln!(w, "<!-- ANCHOR_END: after-plot -->");
+    o
+}

@@ -1,0 +1,129 @@
+//! The Targets section: each speed target, met or not in this run.
+
+use std::fmt::Write as _;
+
+use crate::data::{num, Stat};
+use crate::echo::echo_cell;
+use crate::handover::handover_cell;
+use crate::sleepers::sleeper_cell;
+use crate::Results;
+
+/// One target: what is compared, yieldloop's figure, the yardstick's, and
+/// how far yieldloop may be from it (a ratio yieldloop / yardstick).
+pub struct Target {
+    pub what: &'static str,
+    pub ours: Option<f64>,
+    pub theirs: Option<f64>,
+    pub yardstick: &'static str,
+    pub max_ratio: f64,
+    pub unit: &'static str,
+}
+
+/// The speed targets yieldloop holds itself to, met or not in this run.
+pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
+    let med = |s: Option<Stat>| s.map(|s| s.med);
+    let echo = |server, conns| echo_cell(&recs.echo, server, conns, clk_tck);
+    let ho = |rt, bench| med(handover_cell(&recs.handover, rt, bench).ns);
+    let sl = |rt, n| sleeper_cell(&recs.sleepers, rt, n);
+    let per_task = |rt| {
+        let big = med(sl(rt, 1_000_000).hwm_mib)?;
+        let one = med(sl(rt, 1).hwm_mib)?;
+        Some((big - one) * 1024.0 * 1024.0 / 1e6)
+    };
+    let targets = [
+        Target {
+            what: "server CPU per round trip, 1 connection",
+            ours: med(echo("yieldloop", 1).cpu_ns),
+            theirs: med(echo("mio", 1).cpu_ns),
+            yardstick: "mio loop",
+            max_ratio: 1.1,
+            unit: "ns",
+        },
+        Target {
+            what: "p99 latency, 1 connection",
+            ours: med(echo("yieldloop", 1).p99),
+            theirs: med(echo("tokio", 1).p99),
+            yardstick: "tokio",
+            max_ratio: 1.0,
+            unit: "µs",
+        },
+        Target {
+            what: "channel ping-pong, one hand-over",
+            ours: ho("yieldloop", "pingpong"),
+            theirs: ho("tokio", "pingpong"),
+            yardstick: "tokio",
+            max_ratio: 1.0,
+            unit: "ns",
+        },
+        Target {
+            what: "echo user CPU per round trip, 64 connections",
+            ours: med(echo("yieldloop", 64).user_ns),
+            theirs: med(echo("tokio", 64).user_ns),
+            yardstick: "tokio",
+            max_ratio: 1.0,
+            unit: "ns",
+        },
+        Target {
+            what: "echo user CPU per round trip, 512 connections",
+            ours: med(echo("yieldloop", 512).user_ns),
+            theirs: med(echo("tokio", 512).user_ns),
+            yardstick: "tokio",
+            max_ratio: 1.0,
+            unit: "ns",
+        },
+        Target {
+            what: "1,000,000 sleepers, overhead above the 1 s sleep",
+            ours: med(sl("yieldloop", 1_000_000).over_ms),
+            theirs: med(sl("go", 1_000_000).over_ms),
+            yardstick: "Go",
+            max_ratio: 1.0,
+            unit: "ms",
+        },
+        Target {
+            what: "1,000,000 sleepers, resident memory per task",
+            ours: per_task("yieldloop"),
+            theirs: per_task("floor"),
+            yardstick: "the stackful floor",
+            max_ratio: 1.05,
+            unit: "bytes",
+        },
+    ];
+    let _ = writeln!(w, "## Targets\n");
+    let _ = writeln!(
+        w,
+        "The speed targets yieldloop holds itself to, checked against this run's \
+         medians (the tables below have the ranges). A target is met when \
+         yieldloop's figure is at most the yardstick's times the allowed ratio.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| target | yieldloop | yardstick | its figure | ratio | allowed | met |\n|---|---:|---|---:|---:|---:|---|"
+    );
+    for t in &targets {
+        let (ours, theirs) = match (t.ours, t.theirs) {
+            (Some(a), Some(b)) if b > 0.0 => (a, b),
+            _ => {
+                let _ = writeln!(
+                    w,
+                    "| {} | | {} | | | ≤ {:.2} | not measured |",
+                    t.what, t.yardstick, t.max_ratio
+                );
+                continue;
+            }
+        };
+        let ratio = ours / theirs;
+        let met = if ratio <= t.max_ratio { "yes" } else { "no" };
+        let _ = writeln!(
+            w,
+            "| {} | {} {} | {} | {} {} | {ratio:.2} | ≤ {:.2} | {met} |",
+            t.what,
+            num(ours),
+            t.unit,
+            t.yardstick,
+            num(theirs),
+            t.unit,
+            t.max_ratio
+        );
+    }
+    let _ = writeln!(w);
+}
