@@ -218,7 +218,8 @@ fn an_oversized_head_gets_431() {
 }
 
 /// A body over `--max-body` gets 413 and the connection closes, even while
-/// the client is still sending it; a chunked body gets 501.
+/// the client is still sending it; a chunked body gets 411 (the server
+/// wants a `Content-Length`).
 #[test]
 fn an_oversized_body_gets_413() {
     let server = Server::start("http_server", &["--workers", "1", "--max-body", "1000"]);
@@ -246,7 +247,7 @@ fn an_oversized_body_gets_413() {
         b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
     )
     .unwrap();
-    assert_eq!(read_answer(&mut r, false).status, 501);
+    assert_eq!(read_answer(&mut r, false).status, 411);
     assert!(read_to_close(&mut r).is_empty());
 }
 
