@@ -215,8 +215,7 @@ impl Conn<'_> {
                     if self.end - self.start >= need {
                         head.req.body = &self.buf[self.start + head.len..self.start + need];
                         head.req.peer = self.peer;
-                        let draining = self.watch.draining.get();
-                        let keep = answer(handler, &head, &mut self.out, self.stats, draining);
+                        let keep = answer(handler, &head, &mut self.out, self.stats, self.watch);
                         self.start += need;
                         (self.deadline, self.continued) = (None, false);
                         if !keep {
@@ -359,13 +358,13 @@ fn answer<H>(
     head: &Head<'_>,
     out: &mut Vec<u8>,
     stats: &Cell<ConnStats>,
-    draining: bool,
+    watch: &Watch<'_>,
 ) -> bool
 where
     H: Fn(&Request<'_>) -> Response,
 {
     let mut counts = stats.get();
-    let mut keep = head.keep_alive && !draining;
+    let mut keep = head.keep_alive;
     let resp = match panic::catch_unwind(AssertUnwindSafe(|| handler(&head.req))) {
         Ok(resp) => resp,
         Err(payload) => {
@@ -383,6 +382,8 @@ where
     };
     counts.requests += 1;
     stats.set(counts);
+    // Read after the handler: a drain that began while it ran closes too.
+    let keep = keep && !watch.draining.get();
     let head_only = head.req.method == "HEAD";
     match write_answer(out, &resp, head_only, keep) {
         Ok(asked_close) => keep && !asked_close,
