@@ -519,3 +519,32 @@ fn serve_with_makes_a_handler_per_worker() {
     assert_eq!(made.load(Ordering::SeqCst), 2);
     assert_eq!(summary.requests, 8);
 }
+
+/// A factory that panics on one worker makes `run_with` return that
+/// failure, after stopping the worker that started fine (rather than
+/// serving on with half its workers, or waiting forever).
+#[test]
+fn a_failing_worker_stops_the_server() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let server = ServeConfig::default()
+        .signals(false)
+        .bind("127.0.0.1:0", 2)
+        .unwrap();
+    let t = std::thread::spawn(move || {
+        server.run_with(move || {
+            if c.fetch_add(1, Ordering::SeqCst) == 1 {
+                panic!("no database today");
+            }
+            describe
+        })
+    });
+    let deadline = Instant::now() + TIMEOUT;
+    while !t.is_finished() {
+        assert!(Instant::now() < deadline, "run_with did not return");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let err = t.join().unwrap().unwrap_err();
+    assert!(err.to_string().contains("no database today"), "{err}");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}

@@ -30,7 +30,9 @@ use super::server::ServeConfig;
 
 /// The most headers a request may carry whatever the configuration says:
 /// the size of the parser's table, which lives on the task's stack.
-pub(crate) const MAX_HEADERS_CAP: usize = 256;
+/// 128 headers of 32 bytes are 4 KiB of a connection task's 64 KiB
+/// default stack, reserved but not written (the table is uninitialised).
+pub(crate) const MAX_HEADERS_CAP: usize = 128;
 
 /// After the last answer on a connection that is closing: how long, and how
 /// many bytes, the server keeps reading what the client still sends.
@@ -207,11 +209,14 @@ impl Conn<'_> {
             );
             match parsed {
                 Parsed::Complete(mut head) => {
-                    if head.body_len > self.config.max_body {
+                    // The whole request is held in memory: the body limit
+                    // bounds what one connection may make the server hold.
+                    let need = usize::try_from(head.body_len)
+                        .ok()
+                        .and_then(|body| body.checked_add(head.len));
+                    let Some(need) = need.filter(|_| head.body_len <= self.config.max_body) else {
                         return self.refuse(413);
-                    }
-                    // Within the limit, which is a `usize` worth of memory.
-                    let need = head.len + head.body_len as usize;
+                    };
                     if self.end - self.start >= need {
                         head.req.body = &self.buf[self.start + head.len..self.start + need];
                         head.req.peer = self.peer;

@@ -64,9 +64,10 @@ pub struct ServeConfig {
     /// Largest request head (request line and headers) in bytes; also the
     /// size of each connection's read buffer.
     pub max_head: usize,
-    /// Most headers a request may carry (at most 256).
+    /// Most headers a request may carry (at most 128).
     pub max_headers: usize,
-    /// Largest request body (`Content-Length`) in bytes.
+    /// Largest request body (`Content-Length`) in bytes. The handler gets
+    /// the body whole, so this bounds the memory one connection may take.
     pub max_body: u64,
     /// How long a connection may stay silent between requests; `None`: as
     /// long as it likes.
@@ -79,7 +80,9 @@ pub struct ServeConfig {
     pub write_timeout: Option<Duration>,
     /// How long a drain waits for the requests under way.
     pub grace: Duration,
-    /// Whether SIGTERM and SIGINT start the drain.
+    /// Whether SIGTERM and SIGINT start the drain. Their handlers stay in
+    /// place once the server has returned (see `yieldloop::signal`): from
+    /// then on the program no longer ends on them by default.
     pub signals: bool,
     /// Stack size of the connection tasks (handlers run on them); `None`:
     /// yieldloop's default.
@@ -109,7 +112,7 @@ impl ServeConfig {
         self
     }
 
-    /// Sets [`max_headers`](Self#structfield.max_headers), capped at 256.
+    /// Sets [`max_headers`](Self#structfield.max_headers), capped at 128.
     pub fn max_headers(mut self, n: usize) -> Self {
         self.max_headers = n.min(MAX_HEADERS_CAP);
         self
@@ -238,7 +241,16 @@ impl Server {
                 let (factory, config, shutdown) =
                     (factory.clone(), config.clone(), self.shutdown.clone());
                 rt.spawn_on(w, move || {
-                    worker(listener, &config, &shutdown, move || factory())
+                    // A worker that fails (its set-up, a panicking factory)
+                    // stops the others, which would otherwise serve on
+                    // while `run_with` waits for it.
+                    let mut guard = StopOthers {
+                        shutdown: shutdown.clone(),
+                        armed: true,
+                    };
+                    let result = worker(listener, &config, &shutdown, move || factory());
+                    guard.armed = result.is_err();
+                    result
                 })
             })
             .collect();
@@ -261,6 +273,21 @@ impl Server {
         match first_error {
             Some(e) => Err(e),
             None => Ok(summary),
+        }
+    }
+}
+
+/// Triggers the drain when dropped armed: when a worker returns an error
+/// or unwinds.
+struct StopOthers {
+    shutdown: Shutdown,
+    armed: bool,
+}
+
+impl Drop for StopOthers {
+    fn drop(&mut self) {
+        if self.armed {
+            self.shutdown.trigger();
         }
     }
 }
