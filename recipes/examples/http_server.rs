@@ -19,27 +19,31 @@
 //!   default 1 MiB, more gets 413);
 //! - `--log`: one line per connection when it ends.
 //!
-//! Routes: `GET /`, `GET /sleep?ms=N` (sleeps with `yieldloop::sleep`, so
-//! the thread serves other connections meanwhile), 404 for other paths, 405
-//! for methods other than `GET`/`HEAD`. Malformed requests get 400, heads
-//! over 8 KiB 431; both close that connection only. The connection handling
-//! is `yieldloop_recipes::http::serve_connection` (`recipes/src/http.rs`),
-//! shared with the benchmarks; this file is the accept side.
+//! - `--grace-ms MS`: on SIGTERM or SIGINT, how long requests under way
+//!   may take to finish before they are cut (default 10000);
+//!
+//! Routes (`yieldloop_recipes::http::demo`): `GET /`, `GET /sleep?ms=N`
+//! (sleeps with `yieldloop::sleep`, so the thread serves other connections
+//! meanwhile), 404 for other paths, 405 for methods other than `GET`/`HEAD`.
+//! Malformed requests get 400, heads over 8 KiB 431; both close that
+//! connection only. Everything else (workers, limits, keep-alive, the drain
+//! on SIGTERM) is `yieldloop_recipes::http` (`recipes/src/http/`), shared
+//! with the benchmarks; this file is the command line.
+//!
+//! On SIGTERM or SIGINT the server stops accepting, lets requests under way
+//! finish within the grace period and prints what it did:
+//! `http_server: stopped: C connection(s), R request(s), P panic(s), K cut`.
 
-use std::io;
-use std::rc::Rc;
 use std::time::Duration;
 
-use yieldloop::net::TcpListener;
-use yieldloop::Runtime;
-use yieldloop_recipes::http::{serve_connection, Limits};
+use yieldloop_recipes::http::{demo, Request, Response, ServeConfig};
 
 /// Command-line settings.
 #[derive(Clone, Debug)]
 struct Config {
     addr: String,
     workers: usize,
-    limits: Limits,
+    serve: ServeConfig,
     log: bool,
 }
 
@@ -49,12 +53,12 @@ fn main() {
         Err(msg) => {
             eprintln!(
                 "http_server: {msg}\nusage: http_server [--addr HOST:PORT] [--workers N] \
-                 [--idle-timeout SECS] [--max-body BYTES] [--log]"
+                 [--idle-timeout SECS] [--max-body BYTES] [--grace-ms MS] [--log]"
             );
             std::process::exit(2);
         }
     };
-    if let Err(e) = serve(config) {
+    if let Err(e) = run(config) {
         eprintln!("http_server: {e}");
         std::process::exit(1);
     }
@@ -64,7 +68,7 @@ fn parse_args() -> Result<Config, String> {
     let mut c = Config {
         addr: "127.0.0.1:8080".into(),
         workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        limits: Limits::default(),
+        serve: ServeConfig::default(),
         log: false,
     };
     let mut args = std::env::args().skip(1);
@@ -75,9 +79,10 @@ fn parse_args() -> Result<Config, String> {
             "--workers" => c.workers = number(&value("--workers")?)?.max(1) as usize,
             "--idle-timeout" => {
                 let secs = number(&value("--idle-timeout")?)?;
-                c.limits.idle_timeout = (secs > 0).then(|| Duration::from_secs(secs));
+                c.serve.idle_timeout = (secs > 0).then(|| Duration::from_secs(secs));
             }
-            "--max-body" => c.limits.max_body = number(&value("--max-body")?)?,
+            "--max-body" => c.serve.max_body = number(&value("--max-body")?)?,
+            "--grace-ms" => c.serve.grace = Duration::from_millis(number(&value("--grace-ms")?)?),
             "--log" => c.log = true,
             "-h" | "--help" => return Err("serves GET / and GET /sleep?ms=N".into()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -90,57 +95,25 @@ fn number(s: &str) -> Result<u64, String> {
     s.parse().map_err(|_| format!("not a number: {s:?}"))
 }
 
-/// Binds one listener per worker and runs the workers until killed.
-fn serve(config: Config) -> io::Result<()> {
-    let listeners = yieldloop::net::reuseport_listeners(config.addr.as_str(), config.workers)?;
+/// Binds, serves until SIGTERM/SIGINT, drains, reports.
+fn run(config: Config) -> std::io::Result<()> {
+    let server = config.serve.bind(config.addr.as_str(), config.workers)?;
     eprintln!(
         "http_server: listening on {} with {} worker(s)",
-        listeners[0].local_addr()?,
+        server.local_addr(),
         config.workers
     );
-    let rt = Runtime::builder().workers(config.workers).build()?;
-    let handles: Vec<_> = listeners
-        .into_iter()
-        .enumerate()
-        .map(|(w, listener)| {
-            let config = config.clone();
-            rt.spawn_on(w, move || accept_loop(listener, config))
-        })
-        .collect();
-    for h in handles {
-        match h.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("http_server: worker failed: {e}"),
-            Err(e) => eprintln!("http_server: worker failed: {e}"),
+    let log = config.log;
+    let summary = server.run(move |req: &Request<'_>| {
+        let resp: Response = demo(req);
+        if log {
+            eprintln!("{} {} -> {}", req.method(), req.path(), resp.status);
         }
-    }
-    rt.shutdown();
+        resp
+    })?;
+    eprintln!(
+        "http_server: stopped: {} connection(s), {} request(s), {} panic(s), {} cut",
+        summary.connections, summary.requests, summary.panics, summary.cut
+    );
     Ok(())
-}
-
-/// One worker: a task per accepted connection, forever.
-fn accept_loop(listener: std::net::TcpListener, config: Config) -> io::Result<()> {
-    let listener = TcpListener::from_std(listener)?;
-    // The connections' tasks all live on this thread: an `Rc` shares the
-    // limits without atomics.
-    let limits = Rc::new(config.limits);
-    loop {
-        let (stream, peer) = match listener.accept() {
-            Ok(c) => c,
-            Err(e) => {
-                // Out of descriptors, or a connection aborted before we got
-                // it: wait a moment (descriptors may free up) and go on.
-                eprintln!("http_server: accept failed: {e}; retrying in 100 ms");
-                yieldloop::sleep(Duration::from_millis(100));
-                continue;
-            }
-        };
-        let limits = limits.clone();
-        let log = config.log;
-        yieldloop::spawn(move || match serve_connection(&stream, &limits) {
-            Ok(n) if log => eprintln!("close {peer} after {n} request(s)"),
-            Err(e) if log => eprintln!("close {peer}: {e}"),
-            _ => {}
-        });
-    }
 }

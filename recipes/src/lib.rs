@@ -12,30 +12,45 @@
 //!
 //! # Layout
 //!
-//! - [`http`]: one HTTP/1.1 server connection (keep-alive, pipelining,
-//!   limits, the routes), parsed with `httparse`. The `http_server` recipe
-//!   runs it behind thread-per-core listeners; the benchmarks run it on one
-//!   scheduler against hyper.
+//! - [`http`]: an HTTP/1.1 server whose service is a handler,
+//!   [`serve(addr, workers, handler)`](http::serve): thread-per-core
+//!   workers on `SO_REUSEPORT` listeners, keep-alive and pipelining,
+//!   limits and timeouts, a 500 for a panicking handler, a graceful drain
+//!   on SIGTERM. Requests are parsed with `httparse`. The `http_server`
+//!   recipe serves its [`demo`](http::demo) routes; the benchmarks run the
+//!   same on one worker against hyper.
 //!
 //! # Examples
+//!
+//! A service is a handler; here on one connection accepted by hand, with
+//! [`serve_connection`](http::serve_connection) (what each connection task
+//! of [`serve`](http::serve) runs):
 //!
 //! ```
 //! use std::io::{Read, Write};
 //! use yieldloop::net::{TcpListener, TcpStream};
-//! use yieldloop_recipes::http::{serve_connection, Limits};
+//! use yieldloop_recipes::http::{serve_connection, Request, Response, ServeConfig};
+//!
+//! fn hello(req: &Request<'_>) -> Response {
+//!     match req.path() {
+//!         "/" => Response::text(200, "hello\n"),
+//!         _ => Response::error(404),
+//!     }
+//! }
 //!
 //! yieldloop::run(|| -> std::io::Result<()> {
 //!     let listener = TcpListener::bind("127.0.0.1:0")?;
 //!     let addr = listener.local_addr()?;
 //!     yieldloop::spawn(move || {
 //!         let (stream, _) = listener.accept().unwrap();
-//!         serve_connection(&stream, &Limits::default()).unwrap();
+//!         serve_connection(&stream, &ServeConfig::default(), &hello).unwrap();
 //!     });
 //!     let mut client = TcpStream::connect(addr)?;
 //!     client.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
 //!     let mut answer = String::new();
 //!     client.read_to_string(&mut answer)?;
 //!     assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"));
+//!     assert!(answer.ends_with("\r\n\r\nhello\n"));
 //!     Ok(())
 //! })
 //! .unwrap();

@@ -218,7 +218,8 @@ fn an_oversized_head_gets_431() {
 }
 
 /// A body over `--max-body` gets 413 and the connection closes, even while
-/// the client is still sending it; a chunked body gets 501.
+/// the client is still sending it; a chunked body gets 411 (the server
+/// wants a `Content-Length`).
 #[test]
 fn an_oversized_body_gets_413() {
     let server = Server::start("http_server", &["--workers", "1", "--max-body", "1000"]);
@@ -246,7 +247,7 @@ fn an_oversized_body_gets_413() {
         b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
     )
     .unwrap();
-    assert_eq!(read_answer(&mut r, false).status, 501);
+    assert_eq!(read_answer(&mut r, false).status, 411);
     assert!(read_to_close(&mut r).is_empty());
 }
 
@@ -320,4 +321,54 @@ fn bad_arguments_exit_with_status_2() {
     let out = util::run_example("http_server", &["--frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage:"));
+}
+
+/// SIGTERM drains: the request under way is answered (marked
+/// `Connection: close`), an idle connection is closed, and the server
+/// exits with status 0, saying what it did.
+#[test]
+fn sigterm_drains_and_exits() {
+    let mut server = Server::start("http_server", &["--workers", "2", "--grace-ms", "20000"]);
+    let (mut idle, mut idle_r) = raw(server.addr);
+    idle.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_answer(&mut idle_r, false).status, 200);
+    let (mut slow, mut slow_r) = raw(server.addr);
+    slow.write_all(b"GET /sleep?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    server.signal("TERM");
+
+    assert!(read_to_close(&mut idle_r).is_empty());
+    let a = read_answer(&mut slow_r, false);
+    assert_eq!((a.status, a.header("connection")), (200, Some("close")));
+    assert_eq!(a.body, b"slept 1500 ms\n");
+    let status = server.wait_exit(util::TIMEOUT).expect("the server exits");
+    assert!(status.success(), "{status}");
+    let line = server.wait_for_line("stopped:");
+    assert!(
+        line.ends_with("2 connection(s), 2 request(s), 0 panic(s), 0 cut"),
+        "{line}"
+    );
+}
+
+/// SIGINT does the same; a request that outlasts the grace period is cut.
+#[test]
+fn sigint_cuts_what_outlasts_the_grace_period() {
+    let mut server = Server::start("http_server", &["--workers", "1", "--grace-ms", "200"]);
+    let (mut slow, mut slow_r) = raw(server.addr);
+    slow.write_all(b"GET /sleep?ms=60000 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    server.signal("INT");
+    assert!(read_to_close(&mut slow_r).is_empty());
+    let status = server.wait_exit(util::TIMEOUT).expect("the server exits");
+    assert!(status.success(), "{status}");
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    let line = server.wait_for_line("stopped:");
+    assert!(
+        line.ends_with("1 connection(s), 0 request(s), 0 panic(s), 1 cut"),
+        "{line}"
+    );
 }

@@ -145,6 +145,44 @@ impl Server {
     pub fn is_running(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_none()
     }
+
+    /// Sends signal `name` (`TERM`, `INT`, ...) with the system's `kill`.
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits up to `timeout` for the process to end; its exit status, or
+    /// `None` if it is still running.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits up to [`TIMEOUT`] for a stderr line containing `part`.
+    pub fn wait_for_line(&self, part: &str) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(line) if line.contains(part) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no line with {part:?} ({e})"),
+            }
+        }
+    }
 }
 
 impl Drop for Server {

@@ -84,7 +84,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String, clk_tck
     let _ = writeln!(
         w,
         "An HTTP/1.1 server on one thread: yieldloop runs the `http_server` recipe's \
-         connection code (`recipes/src/http.rs`: `httparse`, one task per connection, \
+         handler-based server (`recipes/src/http/`: `httparse`, one task per connection, \
          keep-alive, pipelining, a `Date` header formatted once a second) on one \
          scheduler; hyper 1.x serves the same routes on tokio `current_thread` (one \
          task per connection, `http1` with keep-alive). Both answer `GET /` with the \
