@@ -16,6 +16,9 @@
 //!   limits, the routes), parsed with `httparse`. The `http_server` recipe
 //!   runs it behind thread-per-core listeners; the benchmarks run it on one
 //!   scheduler against hyper.
+//! - [`redis`]: a Redis client for tasks: the `redis` crate's typed
+//!   commands and pipelines over yieldloop's `TcpStream`, with a per-worker
+//!   connection pool (`redis_counter` is its example program).
 //!
 //! # Examples
 //!
@@ -42,3 +45,4 @@
 //! ```
 
 pub mod http;
+pub mod redis;
