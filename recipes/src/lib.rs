@@ -8,6 +8,7 @@
 //! cargo run --release --example tls_echo      # TLS echo server on 127.0.0.1:1237
 //! cargo run --release --example http_server   # HTTP/1.1 server on 127.0.0.1:8080
 //! cargo run --release --example http_get -- http://127.0.0.1:8080/ http://127.0.0.1:8080/sleep?ms=300
+//! cargo run --release --example redis_counter -- redis://127.0.0.1:6379/0   # needs a redis-server
 //! ```
 //!
 //! # Layout

@@ -41,6 +41,15 @@
 //! behind the caller's back; the next checkout from the pool opens a fresh
 //! connection.
 //!
+//! A pool belongs to the scheduler it was first used on. Its connections
+//! are registered with that scheduler's reactor, so after a
+//! [`yieldloop::run`] ends they are dead: a later `run` on the same thread
+//! that takes [`PoolConfig::pool`] again gets the old pool, whose idle
+//! connections each fail their first call (and are then dropped). Make a
+//! new [`PoolConfig`] (or a [`Pool::new`]) per `run`; the workers of a
+//! [`yieldloop::Runtime`] keep their schedulers for their whole life and are
+//! not affected.
+//!
 //! Not covered: TLS, Unix sockets, cluster and sentinel, and pub/sub
 //! (RESP3 push messages that arrive between replies are skipped).
 //!
