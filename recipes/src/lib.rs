@@ -8,6 +8,7 @@
 //! cargo run --release --example tls_echo      # TLS echo server on 127.0.0.1:1237
 //! cargo run --release --example http_server   # HTTP/1.1 server on 127.0.0.1:8080
 //! cargo run --release --example http_get -- http://127.0.0.1:8080/ http://127.0.0.1:8080/sleep?ms=300
+//! cargo run --release --example redis_counter -- redis://127.0.0.1:6379/0   # needs a redis-server
 //! ```
 //!
 //! # Layout
@@ -19,6 +20,9 @@
 //!   on SIGTERM. Requests are parsed with `httparse`. The `http_server`
 //!   recipe serves its [`demo`](http::demo) routes; the benchmarks run the
 //!   same on one worker against hyper.
+//! - [`redis`]: a Redis client for tasks: the `redis` crate's typed
+//!   commands and pipelines over yieldloop's `TcpStream`, with a per-worker
+//!   connection pool (`redis_counter` is its example program).
 //!
 //! # Examples
 //!
@@ -57,3 +61,4 @@
 //! ```
 
 pub mod http;
+pub mod redis;

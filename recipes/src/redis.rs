@@ -1,0 +1,719 @@
+//! A Redis client for tasks: the `redis` crate's typed API over
+//! yieldloop's [`TcpStream`], and a per-worker connection pool.
+//!
+//! The `redis` crate's own synchronous client opens a std socket, so every
+//! call blocks the whole scheduler thread: a 200 ms `BLPOP` would stall
+//! every other task of that worker. [`Connection`] instead implements
+//! [`redis::ConnectionLike`] over yieldloop's socket: it writes the packed
+//! command and parses the replies with the crate's own [`redis::Parser`]
+//! (which keeps its own read buffer across calls), and a read or write that
+//! would block pauses only the calling task. Everything the crate builds on
+//! `ConnectionLike` then works from a task unchanged: the typed
+//! [`redis::Commands`] methods, [`redis::cmd`], pipelines and transactions
+//! ([`redis::pipe`]), scripts.
+//!
+//! [`Pool`] keeps connections for reuse. It is per worker: a scheduler's
+//! tasks never move to another thread, so each thread has pools of its own
+//! (no locks, no cross-thread hand-off), and [`PoolConfig::pool`] hands a
+//! task its thread's pool for a configuration shared by all workers.
+//!
+//! # Connecting
+//!
+//! [`ConnectOptions`] says where and how: the address, `AUTH` (a password,
+//! or an ACL user and password), `SELECT` of a database, `HELLO 3` for the
+//! RESP3 protocol, a client name, and time limits for the connect (handshake
+//! included), each read and each write. They can also come from a
+//! `redis://[user:password@]host:port/db[?protocol=resp3]` URL.
+//!
+//! # Failures
+//!
+//! Errors come back as [`redis::RedisError`]: a refused or reset
+//! connection, a timeout and a server that went away are I/O errors
+//! ([`RedisError::is_io_error`]); an error reply such as `WRONGTYPE` is a
+//! server error for that one call and leaves the connection usable.
+//!
+//! A call that does not end with a complete reply (an I/O error, a read
+//! timeout, a reply the parser rejects, or a [`yieldloop::timeout`] that
+//! unwinds the task in the middle of the call) leaves unread or half-read
+//! replies behind, so the connection is marked broken: every later call on
+//! it fails at once, [`ConnectionLike::is_open`] says `false`, and the pool
+//! drops it instead of handing it to the next task. Nothing reconnects
+//! behind the caller's back; the next checkout from the pool opens a fresh
+//! connection.
+//!
+//! A pool belongs to the scheduler it was first used on. Its connections
+//! are registered with that scheduler's reactor, so after a
+//! [`yieldloop::run`] ends they are dead: a later `run` on the same thread
+//! that takes [`PoolConfig::pool`] again gets the old pool, whose idle
+//! connections each fail their first call (and are then dropped). Make a
+//! new [`PoolConfig`] (or a [`Pool::new`]) per `run`; the workers of a
+//! [`yieldloop::Runtime`] keep their schedulers for their whole life and are
+//! not affected.
+//!
+//! Not covered: TLS, Unix sockets, cluster and sentinel, and pub/sub
+//! (RESP3 push messages that arrive between replies are skipped).
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use redis::Commands;
+//! use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
+//!
+//! yieldloop::run(|| -> redis::RedisResult<()> {
+//!     let config = PoolConfig::new(ConnectOptions::new("127.0.0.1:6379").db(1)).max_size(8);
+//!     let pool = config.pool();
+//!     let mut tasks = Vec::new();
+//!     for n in 0..100 {
+//!         let pool = pool.clone();
+//!         tasks.push(yieldloop::spawn(move || -> redis::RedisResult<i64> {
+//!             let mut conn = pool.get()?;
+//!             conn.incr("visits", n)
+//!         }));
+//!     }
+//!     for task in tasks {
+//!         task.join().unwrap()?;
+//!     }
+//!     let mut conn = pool.get()?;
+//!     let (visits, _): (i64, ()) = redis::pipe()
+//!         .get("visits")
+//!         .del("visits")
+//!         .query(&mut *conn)?;
+//!     assert_eq!(visits, (0..100).sum::<i64>());
+//!     Ok(())
+//! })
+//! .unwrap();
+//! ```
+//!
+//! The `redis_counter` example program runs a variant of this against a
+//! real server.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, Write};
+use std::ops::{Deref, DerefMut};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ::redis::{
+    ConnectionAddr, ConnectionLike, ErrorKind, IntoConnectionInfo, Parser, ProtocolVersion,
+    RedisError, RedisResult, Value,
+};
+use yieldloop::net::TcpStream;
+use yieldloop::sync::Semaphore;
+
+// ---------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------
+
+/// Where and how to connect: the address, credentials, database, protocol
+/// and time limits.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use yieldloop_recipes::redis::ConnectOptions;
+///
+/// let opts = ConnectOptions::new("127.0.0.1:6379")
+///     .user("app", "s3cret")
+///     .db(2)
+///     .resp3(true)
+///     .connect_timeout(Duration::from_secs(1))
+///     .read_timeout(Duration::from_secs(5));
+/// assert_eq!(opts.get_db(), 2);
+///
+/// let from_url = ConnectOptions::from_url("redis://:s3cret@127.0.0.1:6379/2").unwrap();
+/// assert_eq!(from_url.get_db(), 2);
+/// ```
+#[derive(Clone)]
+pub struct ConnectOptions {
+    addr: String,
+    username: Option<String>,
+    password: Option<String>,
+    db: i64,
+    resp3: bool,
+    client_name: Option<String>,
+    connect_timeout: Option<Duration>,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+}
+
+impl fmt::Debug for ConnectOptions {
+    // The password stays out of logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("addr", &self.addr)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("db", &self.db)
+            .field("resp3", &self.resp3)
+            .field("client_name", &self.client_name)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("write_timeout", &self.write_timeout)
+            .finish()
+    }
+}
+
+impl ConnectOptions {
+    /// Options for the server at `addr` (`"host:port"`; a host name is
+    /// looked up on the blocking pool), with no credentials, database 0,
+    /// RESP2 and no time limits.
+    pub fn new(addr: impl Into<String>) -> ConnectOptions {
+        ConnectOptions {
+            addr: addr.into(),
+            username: None,
+            password: None,
+            db: 0,
+            resp3: false,
+            client_name: None,
+            connect_timeout: None,
+            read_timeout: None,
+            write_timeout: None,
+        }
+    }
+
+    /// Options from a `redis://` URL, as the `redis` crate parses it:
+    /// `redis://[user][:password@]host[:port][/db][?protocol=resp3]`.
+    ///
+    /// # Errors
+    ///
+    /// An invalid URL, or one for a transport this client does not have
+    /// (TLS, Unix sockets).
+    pub fn from_url(url: &str) -> RedisResult<ConnectOptions> {
+        let info = url.into_connection_info()?;
+        let addr = match info.addr {
+            ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+            other => {
+                return Err(RedisError::from((
+                    ErrorKind::InvalidClientConfig,
+                    "only plain TCP addresses are supported",
+                    other.to_string(),
+                )))
+            }
+        };
+        Ok(ConnectOptions {
+            username: info.redis.username,
+            password: info.redis.password,
+            db: info.redis.db,
+            resp3: info.redis.protocol != ProtocolVersion::RESP2,
+            ..ConnectOptions::new(addr)
+        })
+    }
+
+    /// Authenticates with `AUTH password` (the `default` user).
+    pub fn password(mut self, password: impl Into<String>) -> ConnectOptions {
+        self.username = None;
+        self.password = Some(password.into());
+        self
+    }
+
+    /// Authenticates as an ACL user with `AUTH user password`.
+    pub fn user(mut self, user: impl Into<String>, password: impl Into<String>) -> ConnectOptions {
+        self.username = Some(user.into());
+        self.password = Some(password.into());
+        self
+    }
+
+    /// Selects database `db` on connect (`SELECT db`; 0 sends nothing).
+    pub fn db(mut self, db: i64) -> ConnectOptions {
+        self.db = db;
+        self
+    }
+
+    /// The database selected on connect.
+    pub fn get_db(&self) -> i64 {
+        self.db
+    }
+
+    /// Speaks RESP3: the handshake is `HELLO 3` (with the credentials, if
+    /// any), and replies come in RESP3's types (maps, sets, doubles, ...),
+    /// which the `redis` crate converts to the same Rust types. Needs
+    /// Redis 6 or later; the connect fails with the server's error
+    /// otherwise.
+    pub fn resp3(mut self, on: bool) -> ConnectOptions {
+        self.resp3 = on;
+        self
+    }
+
+    /// Names the connection (`CLIENT SETNAME`, or `SETNAME` in `HELLO`), as
+    /// `CLIENT LIST` shows it.
+    pub fn client_name(mut self, name: impl Into<String>) -> ConnectOptions {
+        self.client_name = Some(name.into());
+        self
+    }
+
+    /// The most the connect may take: the name lookup, the TCP connect and
+    /// the handshake (`HELLO`, `AUTH`, `SELECT`) together.
+    pub fn connect_timeout(mut self, limit: Duration) -> ConnectOptions {
+        self.connect_timeout = Some(limit);
+        self
+    }
+
+    /// The longest wait for data from the server within a call. A call that
+    /// times out breaks the connection (its reply may still come). Blocking
+    /// commands (`BLPOP key 10`) need a limit above their own.
+    pub fn read_timeout(mut self, limit: Duration) -> ConnectOptions {
+        self.read_timeout = Some(limit);
+        self
+    }
+
+    /// The longest wait for room in the socket's send buffer.
+    pub fn write_timeout(mut self, limit: Duration) -> ConnectOptions {
+        self.write_timeout = Some(limit);
+        self
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Connection
+// ---------------------------------------------------------------------------
+
+/// One connection to a Redis server, usable from a task: reads and writes
+/// pause the task, never the thread.
+///
+/// It implements [`ConnectionLike`], so [`redis::Commands`] methods,
+/// [`redis::Cmd::query`] and [`redis::Pipeline::query`] take it directly.
+/// Like yieldloop's sockets it belongs to the thread that opened it.
+pub struct Connection {
+    stream: TcpStream,
+    parser: Parser,
+    db: i64,
+    /// Set at the start of every call and cleared only once its replies
+    /// are all read: an error or an unwind in between leaves it set.
+    broken: bool,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("peer", &self.stream.peer_addr().ok())
+            .field("db", &self.db)
+            .field("broken", &self.broken)
+            .finish()
+    }
+}
+
+impl Connection {
+    /// Connects and runs the handshake that `opts` asks for.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors of the connect (refused, timed out, the lookup failing),
+    /// and the server's answer to a failed `HELLO`, `AUTH` or `SELECT`
+    /// (kind [`ErrorKind::AuthenticationFailed`] for bad credentials).
+    ///
+    /// # Panics
+    ///
+    /// When `opts` has a connect timeout and this is called outside a task
+    /// (without one it fails with an I/O error there instead).
+    pub fn connect(opts: &ConnectOptions) -> RedisResult<Connection> {
+        match opts.connect_timeout {
+            Some(limit) => yieldloop::timeout(limit, || Connection::connect_now(opts))
+                .unwrap_or_else(|elapsed| Err(io::Error::from(elapsed).into())),
+            None => Connection::connect_now(opts),
+        }
+    }
+
+    fn connect_now(opts: &ConnectOptions) -> RedisResult<Connection> {
+        let stream = TcpStream::connect(opts.addr.as_str())?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(opts.read_timeout)?;
+        stream.set_write_timeout(opts.write_timeout)?;
+        let mut conn = Connection {
+            stream,
+            parser: Parser::new(),
+            db: 0,
+            broken: false,
+        };
+        conn.handshake(opts)?;
+        Ok(conn)
+    }
+
+    fn handshake(&mut self, opts: &ConnectOptions) -> RedisResult<()> {
+        let auth_failed = |e: RedisError| {
+            if e.is_io_error() {
+                e
+            } else {
+                RedisError::from((
+                    ErrorKind::AuthenticationFailed,
+                    "the server refused the credentials",
+                    e.to_string(),
+                ))
+            }
+        };
+        if opts.resp3 {
+            let mut hello = ::redis::cmd("HELLO");
+            hello.arg(3);
+            if let Some(password) = &opts.password {
+                let user = opts.username.as_deref().unwrap_or("default");
+                hello.arg("AUTH").arg(user).arg(password);
+            }
+            if let Some(name) = &opts.client_name {
+                hello.arg("SETNAME").arg(name);
+            }
+            hello.query::<Value>(self).map_err(|e| {
+                if opts.password.is_some() && e.to_string().contains("WRONGPASS") {
+                    auth_failed(e)
+                } else {
+                    e
+                }
+            })?;
+        } else {
+            if let Some(password) = &opts.password {
+                let mut auth = ::redis::cmd("AUTH");
+                if let Some(user) = &opts.username {
+                    auth.arg(user);
+                }
+                auth.arg(password).query::<()>(self).map_err(auth_failed)?;
+            }
+            if let Some(name) = &opts.client_name {
+                ::redis::cmd("CLIENT")
+                    .arg("SETNAME")
+                    .arg(name)
+                    .query::<()>(self)?;
+            }
+        }
+        if opts.db != 0 {
+            ::redis::cmd("SELECT").arg(opts.db).query::<()>(self)?;
+            self.db = opts.db;
+        }
+        Ok(())
+    }
+
+    /// Whether an earlier call failed or was interrupted part-way, so that
+    /// this connection can no longer be used.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// The socket, for its addresses and options.
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    /// Fails when the connection is broken; else marks it broken until the
+    /// call that is starting proves otherwise.
+    fn begin(&mut self) -> RedisResult<()> {
+        if self.broken {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "redis connection unusable: an earlier call failed or was interrupted part-way",
+            )
+            .into());
+        }
+        self.broken = true;
+        Ok(())
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> RedisResult<()> {
+        (&self.stream).write_all(bytes)?;
+        Ok(())
+    }
+
+    /// The next reply, skipping RESP3 push messages.
+    fn read_reply(&mut self) -> RedisResult<Value> {
+        loop {
+            match self.parser.parse_value(&self.stream)? {
+                Value::Push { .. } => continue,
+                value => return Ok(value),
+            }
+        }
+    }
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        self.begin()?;
+        self.send(cmd)?;
+        let reply = self.read_reply()?;
+        self.broken = false;
+        Ok(reply)
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        // `offset` replies to skip (a transaction's `MULTI` and `QUEUED`s),
+        // then `count` to return. Every reply is read even after an error
+        // reply, so the connection stays in step; the first error among the
+        // skipped ones (a command refused before `EXEC`) is the result.
+        self.begin()?;
+        self.send(cmd)?;
+        let mut replies = Vec::with_capacity(count);
+        let mut first_err = None;
+        for idx in 0..offset + count {
+            match self.read_reply()? {
+                Value::ServerError(err) if idx < offset => {
+                    first_err.get_or_insert(RedisError::from(err));
+                }
+                value if idx >= offset => replies.push(value),
+                _ => {}
+            }
+        }
+        self.broken = false;
+        first_err.map_or(Ok(replies), Err)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.db
+    }
+
+    fn check_connection(&mut self) -> bool {
+        ::redis::cmd("PING").query::<String>(self).is_ok()
+    }
+
+    fn is_open(&self) -> bool {
+        !self.broken
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Pool
+// ---------------------------------------------------------------------------
+
+/// How a pool is made: the connect options, the most connections it keeps
+/// open at once, and how long a checkout waits for one. `Send` and
+/// `Sync`: one configuration, shared by every worker, with
+/// [`pool`](Self::pool) giving each thread its own pool.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    connect: ConnectOptions,
+    max_size: usize,
+    checkout_timeout: Option<Duration>,
+    /// Clones share it, and so share each thread's pool.
+    id: u64,
+}
+
+impl PoolConfig {
+    /// A configuration with at most 16 connections per worker and a
+    /// checkout that waits up to 30 seconds.
+    pub fn new(connect: ConnectOptions) -> PoolConfig {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        PoolConfig {
+            connect,
+            max_size: 16,
+            checkout_timeout: Some(Duration::from_secs(30)),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// The most connections a pool keeps open (checked out and idle
+    /// together); at least 1.
+    pub fn max_size(mut self, max: usize) -> PoolConfig {
+        self.max_size = max.max(1);
+        self
+    }
+
+    /// How long a checkout waits when every connection is in use; `None`
+    /// waits as long as it takes.
+    pub fn checkout_timeout(mut self, limit: Option<Duration>) -> PoolConfig {
+        self.checkout_timeout = limit;
+        self
+    }
+
+    /// This thread's pool for this configuration (and its clones), made on
+    /// first use and kept for the thread's life.
+    pub fn pool(&self) -> Pool {
+        thread_local! {
+            static POOLS: RefCell<HashMap<u64, Pool>> = RefCell::new(HashMap::new());
+        }
+        POOLS.with(|pools| {
+            pools
+                .borrow_mut()
+                .entry(self.id)
+                .or_insert_with(|| Pool::new(self.clone()))
+                .clone()
+        })
+    }
+}
+
+/// A pool of connections for the tasks of one thread. Clones share it.
+///
+/// [`get`](Self::get) hands out an idle connection, or opens one while
+/// fewer than the maximum are open, or pauses the task until another task
+/// returns one. A connection goes back when its [`PooledConnection`] is
+/// dropped, unless it is broken: then it is closed and its place freed.
+#[derive(Clone)]
+pub struct Pool {
+    inner: Rc<PoolInner>,
+}
+
+struct PoolInner {
+    config: PoolConfig,
+    /// Idle connections, the most recently used last.
+    idle: RefCell<Vec<Connection>>,
+    /// One permit per checkout (a connection in use, or being opened).
+    permits: Semaphore,
+    /// Connections opened over the pool's life.
+    opened: Cell<u64>,
+    /// Broken connections dropped instead of returned.
+    discarded: Cell<u64>,
+}
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("addr", &self.inner.config.connect.addr)
+            .field("max_size", &self.inner.config.max_size)
+            .field("idle", &self.idle())
+            .field("in_use", &self.in_use())
+            .finish()
+    }
+}
+
+impl Pool {
+    /// A pool of this thread's own (not the one [`PoolConfig::pool`]
+    /// shares).
+    pub fn new(config: PoolConfig) -> Pool {
+        Pool {
+            inner: Rc::new(PoolInner {
+                permits: Semaphore::new(config.max_size),
+                config,
+                idle: RefCell::new(Vec::new()),
+                opened: Cell::new(0),
+                discarded: Cell::new(0),
+            }),
+        }
+    }
+
+    /// Checks a connection out: an idle one, else a new one, else (at the
+    /// maximum) the next one returned, waiting up to the checkout timeout.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error of kind `TimedOut` when the wait runs out; the connect's
+    /// error when a new connection fails (the place it took is freed).
+    ///
+    /// # Panics
+    ///
+    /// Outside a task.
+    pub fn get(&self) -> RedisResult<PooledConnection> {
+        let inner = &self.inner;
+        let waited = match inner.config.checkout_timeout {
+            Some(limit) => yieldloop::timeout(limit, || inner.permits.acquire().forget()),
+            None => {
+                inner.permits.acquire().forget();
+                Ok(())
+            }
+        };
+        if waited.is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no pooled redis connection free within {:?} ({} in use)",
+                    inner.config.checkout_timeout.unwrap_or_default(),
+                    inner.config.max_size
+                ),
+            )
+            .into());
+        }
+        // From here the permit is ours: `Place` gives it back on every path
+        // that does not end in a checked-out connection.
+        let place = Place(Some(self.inner.clone()));
+        let idle = inner.idle.borrow_mut().pop();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => {
+                let conn = Connection::connect(&inner.config.connect)?;
+                inner.opened.set(inner.opened.get() + 1);
+                conn
+            }
+        };
+        Ok(PooledConnection {
+            conn: Some(conn),
+            place,
+        })
+    }
+
+    /// Idle connections, ready for the next checkout.
+    pub fn idle(&self) -> usize {
+        self.inner.idle.borrow().len()
+    }
+
+    /// Connections checked out (or being opened) now.
+    pub fn in_use(&self) -> usize {
+        // Idle connections hold no permit: a permit is a checkout. Open
+        // connections still never pass the maximum, since a new one is
+        // opened only when none is idle.
+        self.inner.config.max_size - self.inner.permits.available_permits()
+    }
+
+    /// Connections this pool has opened over its life.
+    pub fn opened(&self) -> u64 {
+        self.inner.opened.get()
+    }
+
+    /// Broken connections it has closed instead of reusing.
+    pub fn discarded(&self) -> u64 {
+        self.inner.discarded.get()
+    }
+
+    /// The configuration it was made from.
+    pub fn config(&self) -> &PoolConfig {
+        &self.inner.config
+    }
+}
+
+/// A place in the pool: one permit, released on drop.
+struct Place(Option<Rc<PoolInner>>);
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            inner.permits.release();
+        }
+    }
+}
+
+/// A connection checked out of a [`Pool`]; it goes back when dropped,
+/// unless it is broken.
+///
+/// It dereferences to [`Connection`], and the `redis` crate implements
+/// [`ConnectionLike`] for such wrappers, so `conn.get(..)` and
+/// `pipe.query(&mut conn)` both work.
+pub struct PooledConnection {
+    conn: Option<Connection>,
+    // Dropped after `conn` is dealt with (see `Drop`).
+    place: Place,
+}
+
+impl fmt::Debug for PooledConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PooledConnection").field(&self.conn).finish()
+    }
+}
+
+impl Deref for PooledConnection {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn.as_ref().expect("present until drop")
+    }
+}
+
+impl DerefMut for PooledConnection {
+    fn deref_mut(&mut self) -> &mut Connection {
+        self.conn.as_mut().expect("present until drop")
+    }
+}
+
+impl Drop for PooledConnection {
+    fn drop(&mut self) {
+        let (Some(conn), Some(inner)) = (self.conn.take(), self.place.0.as_ref()) else {
+            return;
+        };
+        if conn.is_broken() {
+            inner.discarded.set(inner.discarded.get() + 1);
+            drop(conn);
+        } else {
+            inner.idle.borrow_mut().push(conn);
+        }
+        // `place` drops next and frees the permit, waking a waiting checkout.
+    }
+}
