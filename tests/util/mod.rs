@@ -677,3 +677,9 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Real database servers (redis-server, PostgreSQL) from the OS packages.
+// ---------------------------------------------------------------------------
+
+pub mod servers;
