@@ -280,3 +280,194 @@ fn configuring_after_first_use_is_refused() {
     let bg = handle.spawn(async { 40 });
     assert_eq!(on_tokio(async move { bg.await.unwrap() + 2 }), 42);
 }
+
+// ---------------------------------------------------------------------------
+// Two tokio-only clients against real servers. Each test skips, with a
+// message naming the package to install, where the server is missing.
+// ---------------------------------------------------------------------------
+
+mod util;
+
+/// Runs `f` while a ticker task ticks beside it; returns `f`'s value, how
+/// long it took, and the ticker's count and longest gap.
+fn beside_a_ticker<T>(f: impl FnOnce() -> T) -> (T, Duration, usize, Duration) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let tick = ticker(stop.clone(), 10_000);
+    let start = Instant::now();
+    let v = f();
+    let elapsed = start.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    let (ticks, longest) = tick.join().unwrap();
+    (v, elapsed, ticks, longest)
+}
+
+/// redis's tokio client (`tokio-comp`), connected and used through
+/// `on_tokio`: commands from many tasks on one multiplexed connection, a
+/// `BLPOP` that pauses only its task, a `BLPOP` woken by a push from another
+/// task, and a `timeout` that ends a long `BLPOP` on time.
+#[test]
+fn redis_async_client_through_on_tokio() {
+    use redis::AsyncCommands;
+
+    let Some(server) = util::servers::redis() else {
+        return;
+    };
+    let client = redis::Client::open(server.url()).unwrap();
+    yieldloop::run(move || {
+        let connect = move || {
+            let client = client.clone();
+            on_tokio(async move { client.get_multiplexed_async_connection().await })
+                .expect("connecting to redis-server")
+        };
+        let shared = connect();
+
+        // Twenty tasks, one connection shared through its clones.
+        let tasks: Vec<_> = (0..20i64)
+            .map(|i| {
+                let mut c = shared.clone();
+                yieldloop::spawn(move || {
+                    on_tokio(async move {
+                        let key = format!("on_tokio:{i}");
+                        let () = c.set(&key, i * 3).await?;
+                        c.get::<_, i64>(&key).await
+                    })
+                })
+            })
+            .collect();
+        for (i, t) in tasks.into_iter().enumerate() {
+            assert_eq!(t.join().unwrap().unwrap(), i as i64 * 3);
+        }
+
+        // A BLPOP on an empty list waits out its 300 ms; only this task
+        // waits.
+        let mut c = connect();
+        let (popped, elapsed, ticks, longest) = beside_a_ticker(|| {
+            on_tokio(async move { c.blpop::<_, Option<(String, String)>>("empty", 0.3).await })
+        });
+        assert_eq!(popped.unwrap(), None);
+        assert!(elapsed >= Duration::from_millis(250), "{elapsed:?}");
+        assert!(ticks >= 20, "the ticker ticked only {ticks} times");
+        assert!(
+            longest < Duration::from_millis(100),
+            "longest gap {longest:?}"
+        );
+
+        // A push from another task wakes a waiting BLPOP.
+        let mut c = connect();
+        let waiter = yieldloop::spawn(move || {
+            on_tokio(async move { c.blpop::<_, Option<(String, String)>>("jobs", 5.0).await })
+        });
+        yieldloop::sleep(Duration::from_millis(50));
+        let mut c = shared.clone();
+        let pushed: i64 = on_tokio(async move { c.rpush("jobs", "job 1").await }).unwrap();
+        assert_eq!(pushed, 1, "the BLPOP was not waiting yet");
+        let got = waiter.join().unwrap().unwrap();
+        assert_eq!(got, Some(("jobs".to_string(), "job 1".to_string())));
+
+        // A 50 ms timeout ends a 5 s BLPOP after 50 ms.
+        let mut c = connect();
+        let start = Instant::now();
+        let r = yieldloop::timeout(Duration::from_millis(50), || {
+            on_tokio(async move { c.blpop::<_, Option<(String, String)>>("empty", 5.0).await })
+        });
+        let elapsed = start.elapsed();
+        assert!(r.is_err(), "the BLPOP returned {r:?}");
+        assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+
+        // A server error comes back as the client's error.
+        let mut c = shared.clone();
+        let wrong = on_tokio(async move {
+            let () = c.set("a string", "x").await?;
+            c.lpush::<_, _, i64>("a string", "y").await
+        })
+        .unwrap_err();
+        assert!(wrong.to_string().contains("WRONGTYPE"), "{wrong}");
+    });
+}
+
+/// tokio-postgres's own `connect` (tokio's TCP, its connection future
+/// spawned on tokio) and queries through `on_tokio`: parameters and rows
+/// from many tasks on one client, a slow query that pauses only its task,
+/// a query error, and a `timeout` that ends a long query on time.
+#[test]
+fn tokio_postgres_connect_through_on_tokio() {
+    let Some(server) = util::servers::postgres() else {
+        return;
+    };
+    let config: tokio_postgres::Config = server.connection_string().parse().unwrap();
+    yieldloop::run(move || {
+        let connect = move || {
+            let config = config.clone();
+            let client = on_tokio(async move {
+                let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
+                // The connection drives the socket between calls, on tokio;
+                // it ends when the client is dropped.
+                tokio::spawn(connection);
+                Ok::<_, tokio_postgres::Error>(client)
+            });
+            Arc::new(client.expect("connecting to PostgreSQL"))
+        };
+        let client = connect();
+
+        let tasks: Vec<_> = (0..10i32)
+            .map(|i| {
+                let c = client.clone();
+                yieldloop::spawn(move || {
+                    on_tokio(async move {
+                        let sql = "SELECT $1::INT4 * 2, $2::TEXT";
+                        let row = c.query_one(sql, &[&i, &"pg"]).await?;
+                        Ok::<_, tokio_postgres::Error>((
+                            row.get::<_, i32>(0),
+                            row.get::<_, String>(1),
+                        ))
+                    })
+                })
+            })
+            .collect();
+        for (i, t) in tasks.into_iter().enumerate() {
+            assert_eq!(t.join().unwrap().unwrap(), (i as i32 * 2, "pg".to_string()));
+        }
+
+        // A 300 ms query pauses only this task.
+        let c = client.clone();
+        let (r, elapsed, ticks, longest) = beside_a_ticker(|| {
+            on_tokio(async move { c.execute("SELECT pg_sleep(0.3)", &[]).await })
+        });
+        assert_eq!(r.unwrap(), 1);
+        assert!(elapsed >= Duration::from_millis(250), "{elapsed:?}");
+        assert!(ticks >= 20, "the ticker ticked only {ticks} times");
+        assert!(
+            longest < Duration::from_millis(100),
+            "longest gap {longest:?}"
+        );
+
+        // A query error is the client's error, with the server's code.
+        let c = client.clone();
+        let err =
+            on_tokio(async move { c.query("SELECT * FROM no_such_table", &[]).await }).unwrap_err();
+        assert_eq!(
+            err.code(),
+            Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE),
+            "{err}"
+        );
+
+        // A 50 ms timeout ends a 5 s query after 50 ms (on a client of its
+        // own: the server still runs the query, and that connection's next
+        // statement would queue behind it).
+        let slow = connect();
+        let start = Instant::now();
+        let r = yieldloop::timeout(Duration::from_millis(50), || {
+            on_tokio(async move { slow.execute("SELECT pg_sleep(5)", &[]).await })
+        });
+        let elapsed = start.elapsed();
+        assert!(r.is_err(), "the query returned {r:?}");
+        assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+
+        // The first client still works.
+        let c = client.clone();
+        let one: i32 = on_tokio(async move { c.query_one("SELECT 1", &[]).await })
+            .unwrap()
+            .get(0);
+        assert_eq!(one, 1);
+    });
+}
