@@ -78,8 +78,10 @@ use crate::task;
 /// reactor running, must be called from the context of a Tokio 1.x
 /// runtime"*. For those, either use the yieldloop counterpart
 /// ([`net`](crate::net), [`sleep`](crate::sleep),
-/// [`timeout`](crate::timeout())), or run a tokio runtime on a thread of its
-/// own and hand its results over: send them through a channel whose
+/// [`timeout`](crate::timeout())), or, with the Cargo feature `tokio`, hand
+/// the future to `yieldloop::on_tokio`, which runs it on a shared tokio
+/// runtime while only the task waits. By hand: run a tokio runtime on a
+/// thread of its own and hand its results over: send them through a channel whose
 /// receiving end you `block_on` (a `futures::channel::oneshot`, say), or,
 /// with a multi-thread tokio runtime, call `tokio::runtime::Handle::block_on`
 /// inside [`spawn_blocking`](crate::spawn_blocking) and join that.

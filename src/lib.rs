@@ -48,9 +48,11 @@
 //!      tasks that borrow; results handed across threads; [`block_on`], a
 //!      `Future` awaited from a task, its waker unparking the task; Unix
 //!      signals a task waits for; channels, locks and `select`.
-//!    - `gather`, `blocking`, `runtime`: [`join_all`], [`join_any`];
+//!    - `gather`, `blocking`, `runtime`, `on_tokio`: [`join_all`], [`join_any`];
 //!      [`spawn_blocking`], the blocking pool; [`Runtime`], thread-per-core:
-//!      one scheduler per worker thread, tasks never move between threads.
+//!      one scheduler per worker thread, tasks never move between threads;
+//!      with feature `tokio`, `on_tokio()`: a future run on one shared
+//!      tokio runtime while only the calling task waits for it.
 //!    - [`net`], [`process`]: sockets, whose host names are looked up on
 //!      the blocking pool; child processes, their pipes on `io` and their
 //!      exits waited for by pausing the task.
@@ -122,6 +124,8 @@ mod gather;
 mod handoff;
 mod io;
 pub mod net;
+#[cfg(feature = "tokio")]
+mod on_tokio;
 mod park;
 pub mod process;
 mod runtime;
@@ -141,6 +145,8 @@ pub use blocking::{spawn_blocking, BlockingHandle};
 pub use bridge::block_on;
 pub use gather::{join_all, join_any, Joinable};
 pub use handoff::RemoteJoinError;
+#[cfg(feature = "tokio")]
+pub use on_tokio::{on_tokio, tokio_handle, tokio_runtime};
 pub use protocol::TaskId;
 pub use runtime::{Runtime, RuntimeBuilder, WorkerHandle};
 pub use scope::{scope, Scope, ScopedJoinHandle};

@@ -45,7 +45,8 @@ const LAYERS: &[Layer] = &[
             // `suspend`, like the timers and parking beside it.
             &["time", "park", "spawn", "io"],
             &["scope", "handoff", "bridge", "signal", "sync"],
-            &["gather", "blocking", "runtime"],
+            // `on_tokio` waits for tokio's join handle through `bridge`.
+            &["gather", "blocking", "runtime", "on_tokio"],
             // Name lookups and child exits wait on the blocking pool.
             &["net", "process"],
         ],
