@@ -1,0 +1,1 @@
+//! tokio::io traits on yieldloop types (feature `tokio`).
