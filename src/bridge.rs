@@ -1,5 +1,6 @@
 //! [`block_on`]: driving a `std::future::Future` to completion from
-//! blocking-style code, the bridge from the async ecosystem into tasks.
+//! blocking-style code, the bridge from the async ecosystem into tasks;
+//! [`spawn_future`], a task that does so in the background.
 //!
 //! A future is polled with a [`Waker`] whose `wake` ends the pause of the
 //! task waiting for it. Between polls the task parks, like any other wait
@@ -40,6 +41,7 @@ use std::thread::{self, Thread};
 
 use crate::park::{park, park_token, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
+use crate::spawn::JoinHandle;
 use crate::task;
 
 /// Runs `future` to completion and returns its output: inside a task, the
@@ -300,4 +302,58 @@ impl Drop for Forget<'_> {
         // Dropped outside the lock.
         drop(gone);
     }
+}
+
+/// Spawns a task that drives `future` to completion with [`block_on`], and
+/// returns its handle: for the background future an async crate hands its
+/// caller to run (a database driver's connection, an HTTP connection
+/// future), on this thread, beside the tasks that use it.
+///
+/// The future runs on the calling thread's scheduler like any task, so it
+/// needs to be neither `Send` nor `Sync`; it waits through its wakers (on
+/// yieldloop's reactor for the sockets of [`net`](crate::net) and
+/// [`PausingIo`](crate::io::PausingIo) with the `futures-io` or `tokio`
+/// feature) and only its task pauses meanwhile.
+///
+/// The handle is a [`JoinHandle`] like any other: [`join`](JoinHandle::join)
+/// gives the future's output, [`cancel`](JoinHandle::cancel) (or the end of
+/// [`run`](crate::run)) drops the future on its task, and a panic in the
+/// future is the task's panic, which `join` reports as a
+/// [`JoinError`](crate::JoinError). Dropping the handle detaches the task.
+///
+/// # Panics
+///
+/// Outside [`run`](crate::run), as [`spawn`](crate::spawn()) does.
+///
+/// # Examples
+///
+/// ```
+/// use futures::channel::mpsc;
+/// use futures::StreamExt;
+///
+/// let sum = yieldloop::run(|| {
+///     let (tx, mut rx) = mpsc::unbounded::<u32>();
+///     // A background future, as a driver would hand over.
+///     let worker = yieldloop::spawn_future(async move {
+///         let mut sum = 0;
+///         while let Some(n) = rx.next().await {
+///             sum += n;
+///         }
+///         sum
+///     });
+///     for n in 1..=4 {
+///         tx.unbounded_send(n).unwrap();
+///         yieldloop::yield_now();
+///     }
+///     drop(tx);
+///     worker.join().unwrap()
+/// });
+/// assert_eq!(sum, 10);
+/// ```
+pub fn spawn_future<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    crate::spawn::spawn(move || block_on(future))
 }

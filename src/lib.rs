@@ -40,14 +40,16 @@
 //!      [`timeout_at`], the scopes each pause is narrowed to;
 //!      [`task_local!`] and [`LocalKey`], one value per task.
 //!    - `suspend`: [`raw::suspend`], the one way a task pauses.
-//!    - `time`, `park`, `spawn`, `io`: [`sleep`], [`yield_now`];
+//!    - `time`, `park`, `spawn`, [`io`]: [`sleep`], [`yield_now`];
 //!      [`raw::park`]; [`spawn()`], [`JoinHandle`], [`Builder`], [`run`];
-//!      pausing I/O, the one way a task waits for a descriptor (a socket, a
-//!      pipe, a pidfd, the signal listener's self-pipe).
+//!      [`PausingIo`](io::PausingIo), the one way a task (or a future it
+//!      polls) waits for a descriptor: a socket, a pipe, a pidfd, the
+//!      signal listener's self-pipe, or any descriptor of your own.
 //!    - `scope`, `handoff`, `bridge`, [`signal`], [`sync`]: [`scope()`],
 //!      tasks that borrow; results handed across threads; [`block_on`], a
-//!      `Future` awaited from a task, its waker unparking the task; Unix
-//!      signals a task waits for; channels, locks and `select`.
+//!      `Future` awaited from a task, its waker unparking the task, and
+//!      [`spawn_future`], a task that drives one; Unix signals a task
+//!      waits for; channels, locks and `select`.
 //!    - `gather`, `blocking`, `runtime`, `on_tokio`: [`join_all`], [`join_any`];
 //!      [`spawn_blocking`], the blocking pool; [`Runtime`], thread-per-core:
 //!      one scheduler per worker thread, tasks never move between threads;
@@ -70,6 +72,16 @@
 //! ([`RuntimeBuilder::pin`]) is refused on macOS, and `SO_REUSEPORT` does
 //! not spread connections there (see [`net::reuseport_listeners`]).
 //! Windows is not supported.
+//!
+//! # Cargo features
+//!
+//! - `portable`: the code paths of macOS and FreeBSD, on Linux too (see
+//!   above).
+//! - `futures-io`: `futures_io::AsyncRead`/`AsyncWrite` for
+//!   [`net::TcpStream`], [`net::UnixStream`] and [`io::PausingIo`], woken
+//!   by yieldloop's own reactor, for async crates run with [`block_on`].
+//! - `tokio`: `tokio::io::AsyncRead`/`AsyncWrite` for the same types (only
+//!   the traits: no tokio runtime is started).
 //!
 //! # Example
 //!
@@ -122,7 +134,7 @@ mod blocking;
 mod bridge;
 mod gather;
 mod handoff;
-mod io;
+pub mod io;
 pub mod net;
 #[cfg(feature = "tokio")]
 mod on_tokio;
@@ -142,7 +154,7 @@ pub mod diag;
 pub mod raw;
 
 pub use blocking::{spawn_blocking, BlockingHandle};
-pub use bridge::block_on;
+pub use bridge::{block_on, spawn_future};
 pub use gather::{join_all, join_any, Joinable};
 pub use handoff::RemoteJoinError;
 #[cfg(feature = "tokio")]

@@ -5,6 +5,8 @@
 //! `timeout`, which narrows each pause to the deadline of
 //! the enclosing timeout scope.
 
+use std::io;
+
 use crate::protocol::{Op, Resume};
 use crate::task;
 use crate::timeout;
@@ -41,6 +43,33 @@ use crate::timeout;
 /// ```
 #[inline]
 pub fn suspend(op: Op) -> Resume {
+    suspend_or(op, |op| {
+        panic!(
+            "yieldloop: a task-only operation ({op:?}) was called outside a task; \
+             call it from inside yieldloop::run(..) or a task it spawned"
+        )
+    })
+}
+
+/// [`suspend`] for the pausing I/O calls, as an `io::Result`: outside a
+/// task it answers with an `Unsupported` error rather than a panic, so a
+/// socket or descriptor used where no task can pause (after `run` has
+/// returned, on a plain thread) fails like any other I/O call.
+#[inline]
+pub(crate) fn suspend_io(op: Op) -> io::Result<()> {
+    suspend_or(op, |_| {
+        Resume::Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "yieldloop: a socket, pipe or descriptor can only wait inside a task of the \
+             yieldloop::run (or Runtime worker) that created it",
+        ))
+    })
+    .into_io()
+}
+
+/// Pauses as [`suspend`] does; outside a task, answers `outside(op)`.
+#[inline(always)]
+fn suspend_or(op: Op, outside: impl FnOnce(Op) -> Resume) -> Resume {
     if task::forced_unwind() {
         // A task being torn down, possibly one that never started and whose
         // captured values are dropped on the scheduler's stack: no pause.
@@ -48,10 +77,7 @@ pub fn suspend(op: Op) -> Resume {
     }
     task::with_running(move |cx| {
         let Some(cx) = cx else {
-            panic!(
-                "yieldloop: a task-only operation ({op:?}) was called outside a task; \
-                 call it from inside yieldloop::run(..) or a task it spawned"
-            )
+            return outside(op);
         };
         if std::thread::panicking() {
             return Resume::Cancelled;

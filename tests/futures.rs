@@ -415,3 +415,59 @@ fn async_interop_example_runs() {
         "{out}"
     );
 }
+
+/// `spawn_future`: a task driving a future, whose output its handle joins.
+#[test]
+fn spawn_future_runs_a_future_in_a_task_of_its_own() {
+    util::within(|| {
+        yieldloop::run(|| {
+            let (tx, rx) = oneshot::channel::<u32>();
+            let handle = yieldloop::spawn_future(async move { rx.await.unwrap() * 2 });
+            // The future waits in its own task while this one goes on.
+            sleep(Duration::from_millis(10));
+            assert!(!handle.is_finished());
+            tx.send(21).unwrap();
+            assert_eq!(handle.join().unwrap(), 42);
+        });
+    });
+}
+
+/// Cancelling the handle drops the future on its task; a panic in the
+/// future is the task's panic.
+#[test]
+fn spawn_future_cancels_by_dropping_and_reports_panics() {
+    struct Dropped(Rc<Cell<bool>>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.set(true);
+        }
+    }
+    util::within(|| {
+        yieldloop::run(|| {
+            let dropped = Rc::new(Cell::new(false));
+            let guard = Dropped(dropped.clone());
+            let forever = yieldloop::spawn_future(async move {
+                let _guard = guard;
+                future::pending::<()>().await;
+            });
+            sleep(Duration::from_millis(5));
+            assert!(!dropped.get(), "dropped before the cancel");
+            forever.cancel();
+            assert!(dropped.get(), "the future was not dropped by the cancel");
+            assert!(forever.join().unwrap_err().is_cancelled());
+
+            let err = util::quiet_panics(|| {
+                let failing = yieldloop::spawn_future(async {
+                    yieldloop::sleep(Duration::from_millis(1));
+                    panic!("{}", util::EXPECTED_PANIC);
+                });
+                failing.join().unwrap_err()
+            });
+            assert!(err.is_panic());
+            let payload = err.into_panic();
+            assert!(
+                util::panic_message(&*payload).is_some_and(|m| m.contains(util::EXPECTED_PANIC))
+            );
+        });
+    });
+}

@@ -1,12 +1,15 @@
-//! Pausing I/O: the one mechanism by which a task waits for a descriptor.
+//! Waiting on any descriptor: [`PausingIo`], the one mechanism by which a
+//! task waits for a socket, a pipe or any other file descriptor.
 //!
-//! [`PausingIo`] owns a non-blocking source and its registration with the
-//! current scheduler's reactor, and runs calls on it so that a call that
-//! would block pauses only the calling task until the source is readable
-//! or writable, then tries again. Sockets ([`net`](crate::net)), a child's
-//! pipes and its pidfd ([`process`](crate::process)) and the signal
-//! listener ([`signal`](crate::signal)) all wait through it, and nothing
-//! else registers with the reactor.
+//! [`PausingIo`] owns a descriptor (or the value that owns it: a
+//! `socket2::Socket`, a `File` over a pipe, an `OwnedFd` a C library handed
+//! over), switches it to non-blocking mode, registers it with the current
+//! scheduler's reactor, and runs calls on it so that a call that would
+//! block pauses only the calling task until the descriptor is readable or
+//! writable, then tries again. It is the shape of tokio's `AsyncFd`,
+//! async-io's `Async<T>` and may's `CoIo`, in blocking style: a closure
+//! retried on `WouldBlock` ([`PausingIo::read_with`]), and
+//! `std::io::Read`/`Write` where the wrapped value has them.
 //!
 //! ```text
 //!   read()/write()/accept() ──▶ PausingIo::read_with(f) ──▶ f(source)
@@ -15,23 +18,74 @@
 //!                                  scheduler ◀── suspend(Op::ReadReady(id, deadline))
 //! ```
 //!
-//! It stands just above the scheduler and [`suspend`](crate::raw::suspend)
-//! (which narrows each pause to the enclosing timeout), and below every
-//! blocking-style type built on it. It is the shape of tokio's `AsyncFd`,
-//! async-io's `Async<T>` and may's `CoIo`, in blocking style.
+//! yieldloop's own sockets ([`net`](crate::net)), a child's pipes and its
+//! pidfd ([`process`](crate::process)) and the signal listener
+//! ([`signal`](crate::signal)) all wait through it, and nothing else
+//! registers with the reactor. So a library that hands you a descriptor,
+//! or a socket made with options yieldloop has no call for, waits the
+//! same way and costs the same as a [`TcpStream`](crate::net::TcpStream).
 //!
-//! Here too live the two things every such type shares: the error of an
-//! I/O object made outside [`run`](crate::run) ([`outside_run`]) and the
-//! marker that keeps it on its scheduler's thread
-//! ([`PinnedToSchedulerThread`]).
+//! # Futures
+//!
+//! The reactor also wakes [`Waker`](std::task::Waker)s: a future polled on
+//! the scheduler's thread, by [`block_on`](crate::block_on) in a task,
+//! waits on a descriptor with [`PausingIo::poll_read_with`] (or
+//! [`poll_read_ready`](PausingIo::poll_read_ready)) and their write twins,
+//! and only its task pauses while the others run. With the Cargo feature
+//! `futures-io`, `PausingIo`, [`TcpStream`](crate::net::TcpStream) and
+//! [`UnixStream`](crate::net::UnixStream) implement
+//! `futures_io::AsyncRead`/`AsyncWrite` on them; with the feature `tokio`,
+//! `tokio::io::AsyncRead`/`AsyncWrite`. That is how a runtime-agnostic
+//! async crate runs on yieldloop's own reactor, with no second runtime and
+//! no thread hop. Polled anywhere else (on another thread, after `run`
+//! returned) they answer with an [`Unsupported`](std::io::ErrorKind)
+//! error, never a panic.
+//!
+//! ```
+//! use futures::io::{AsyncReadExt, AsyncWriteExt};
+//! use yieldloop::net::{TcpListener, TcpStream};
+//!
+//! # #[cfg(feature = "futures-io")]
+//! yieldloop::run(|| -> std::io::Result<()> {
+//!     let listener = TcpListener::bind("127.0.0.1:0")?;
+//!     let addr = listener.local_addr()?;
+//!     yieldloop::spawn(move || {
+//!         let (mut conn, _) = listener.accept().unwrap();
+//!         std::io::copy(&mut &conn, &mut &conn).unwrap();
+//!     });
+//!     let mut stream = TcpStream::connect(addr)?;
+//!     // Async code, as a runtime-agnostic crate would write it.
+//!     let reply = yieldloop::block_on(async {
+//!         stream.write_all(b"ping").await?;
+//!         let mut buf = [0u8; 4];
+//!         stream.read_exact(&mut buf).await?;
+//!         Ok::<_, std::io::Error>(buf)
+//!     })?;
+//!     assert_eq!(&reply, b"ping");
+//!     Ok(())
+//! })
+//! .unwrap();
+//! ```
+//!
+//! # Where it stands
+//!
+//! Just above the scheduler and [`suspend`](crate::raw::suspend) (which
+//! narrows each pause to the enclosing timeout), and below every
+//! blocking-style type built on it. Here too live the two things every
+//! such type shares: the error of an I/O object made outside
+//! [`run`](crate::run) and the marker that keeps it on its scheduler's
+//! thread.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
+#[cfg(any(feature = "futures-io", feature = "tokio"))]
+mod async_traits;
 mod pausing_io;
 mod pinned;
 
-pub(crate) use pausing_io::{deadline_in, PausingIo};
+pub(crate) use pausing_io::deadline_in;
+pub use pausing_io::PausingIo;
 pub(crate) use pinned::PinnedToSchedulerThread;
 
 /// The error of an I/O object made where it cannot work: outside

@@ -127,6 +127,124 @@ macro_rules! blocking_style_io {
     };
 }
 
+/// Implements the async I/O traits of the enabled features, `futures-io`'s
+/// and tokio's `AsyncRead`/`AsyncWrite`, for a stream type and a shared
+/// reference to it (so that one future can read while another writes), by
+/// passing each call to the `&PausingIo` impls of its `inner` field;
+/// closing (`poll_close`, `poll_shutdown`) shuts down the write side,
+/// which sends the peer an end of stream.
+macro_rules! async_stream_io {
+    ($ty:ident) => {
+        async_stream_io!(@futures $ty);
+        async_stream_io!(@futures &$ty);
+        async_stream_io!(@tokio $ty);
+        async_stream_io!(@tokio &$ty);
+    };
+    (@futures $($ty:tt)+) => {
+        #[cfg(feature = "futures-io")]
+        impl futures_io::AsyncRead for $($ty)+ {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                futures_io::AsyncRead::poll_read(std::pin::Pin::new(&mut &self.inner), cx, buf)
+            }
+
+            fn poll_read_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &mut [std::io::IoSliceMut<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                futures_io::AsyncRead::poll_read_vectored(std::pin::Pin::new(&mut &self.inner), cx, bufs)
+            }
+        }
+
+        #[cfg(feature = "futures-io")]
+        impl futures_io::AsyncWrite for $($ty)+ {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                futures_io::AsyncWrite::poll_write(std::pin::Pin::new(&mut &self.inner), cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                futures_io::AsyncWrite::poll_write_vectored(std::pin::Pin::new(&mut &self.inner), cx, bufs)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                // Nothing is buffered here; data is in the kernel once written.
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.inner.get_ref().shutdown(std::net::Shutdown::Write))
+            }
+        }
+    };
+    (@tokio $($ty:tt)+) => {
+        #[cfg(feature = "tokio")]
+        impl tokio::io::AsyncRead for $($ty)+ {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                tokio::io::AsyncRead::poll_read(std::pin::Pin::new(&mut &self.inner), cx, buf)
+            }
+        }
+
+        #[cfg(feature = "tokio")]
+        impl tokio::io::AsyncWrite for $($ty)+ {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                tokio::io::AsyncWrite::poll_write(std::pin::Pin::new(&mut &self.inner), cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                tokio::io::AsyncWrite::poll_write_vectored(std::pin::Pin::new(&mut &self.inner), cx, bufs)
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                true
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.inner.get_ref().shutdown(std::net::Shutdown::Write))
+            }
+        }
+    };
+}
+
 /// Writes, inside a socket type's `impl` block, the methods that only pass
 /// a call on. Each is declared with its docs, in the order the methods are
 /// to appear:

@@ -47,7 +47,7 @@ impl TcpListener {
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
         each_addr(addr, |a| {
             Ok(TcpListener {
-                inner: PausingIo::new(mio::net::TcpListener::bind(a)?)?,
+                inner: PausingIo::from_nonblocking(mio::net::TcpListener::bind(a)?)?,
             })
         })
     }
@@ -60,7 +60,7 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
         Ok(TcpListener {
-            inner: PausingIo::new(mio::net::TcpListener::from_std(listener))?,
+            inner: PausingIo::from_nonblocking(mio::net::TcpListener::from_std(listener))?,
         })
     }
 

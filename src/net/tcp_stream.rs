@@ -123,7 +123,8 @@ impl TcpStream {
             return Err(outside_run());
         }
         let stream = TcpStream {
-            inner: PausingIo::new(mio::net::TcpStream::connect(addr)?)?.short_read_drains(),
+            inner: PausingIo::from_nonblocking(mio::net::TcpStream::connect(addr)?)?
+                .short_read_drains(),
         };
         stream.inner.set_write_timeout(timeout)?;
         // A non-blocking connect completes when the socket becomes writable;
@@ -144,7 +145,8 @@ impl TcpStream {
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
         Ok(TcpStream {
-            inner: PausingIo::new(mio::net::TcpStream::from_std(stream))?.short_read_drains(),
+            inner: PausingIo::from_nonblocking(mio::net::TcpStream::from_std(stream))?
+                .short_read_drains(),
         })
     }
 
@@ -211,6 +213,7 @@ impl TcpStream {
 }
 
 blocking_style_io!(TcpStream);
+async_stream_io!(TcpStream);
 
 /// How a non-blocking connect stands once its socket is writable, from the
 /// socket's pending error and, asked only without one, its peer address:

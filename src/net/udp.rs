@@ -55,7 +55,7 @@ impl UdpSocket {
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         each_addr(addr, |a| {
             Ok(UdpSocket {
-                inner: PausingIo::new(mio::net::UdpSocket::bind(a)?)?,
+                inner: PausingIo::from_nonblocking(mio::net::UdpSocket::bind(a)?)?,
             })
         })
     }
@@ -68,7 +68,7 @@ impl UdpSocket {
     pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
         socket.set_nonblocking(true)?;
         Ok(UdpSocket {
-            inner: PausingIo::new(mio::net::UdpSocket::from_std(socket))?,
+            inner: PausingIo::from_nonblocking(mio::net::UdpSocket::from_std(socket))?,
         })
     }
 

@@ -66,7 +66,7 @@ impl UnixListener {
     /// exists, or [`io::ErrorKind::Unsupported`] outside a task.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
         Ok(UnixListener {
-            inner: PausingIo::new(mio::net::UnixListener::bind(path)?)?,
+            inner: PausingIo::from_nonblocking(mio::net::UnixListener::bind(path)?)?,
         })
     }
 
@@ -78,7 +78,7 @@ impl UnixListener {
     pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
         listener.set_nonblocking(true)?;
         Ok(UnixListener {
-            inner: PausingIo::new(mio::net::UnixListener::from_std(listener))?,
+            inner: PausingIo::from_nonblocking(mio::net::UnixListener::from_std(listener))?,
         })
     }
 
@@ -93,7 +93,7 @@ impl UnixListener {
         let (stream, addr) = self.inner.read_with(|l| l.accept())?;
         Ok((
             UnixStream {
-                inner: PausingIo::new(stream)?,
+                inner: PausingIo::from_nonblocking(stream)?,
             },
             addr,
         ))
@@ -203,7 +203,7 @@ impl UnixStream {
             }
         };
         let stream = UnixStream {
-            inner: PausingIo::new(stream)?,
+            inner: PausingIo::from_nonblocking(stream)?,
         };
         // Should the connect still be in progress, it is done once the
         // socket is writable; the socket error tells how it went.
@@ -223,10 +223,10 @@ impl UnixStream {
         let (a, b) = mio::net::UnixStream::pair()?;
         Ok((
             UnixStream {
-                inner: PausingIo::new(a)?,
+                inner: PausingIo::from_nonblocking(a)?,
             },
             UnixStream {
-                inner: PausingIo::new(b)?,
+                inner: PausingIo::from_nonblocking(b)?,
             },
         ))
     }
@@ -239,7 +239,7 @@ impl UnixStream {
     pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
         stream.set_nonblocking(true)?;
         Ok(UnixStream {
-            inner: PausingIo::new(mio::net::UnixStream::from_std(stream))?,
+            inner: PausingIo::from_nonblocking(mio::net::UnixStream::from_std(stream))?,
         })
     }
 
@@ -283,3 +283,4 @@ impl UnixStream {
 }
 
 blocking_style_io!(UnixStream);
+async_stream_io!(UnixStream);

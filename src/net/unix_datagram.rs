@@ -90,7 +90,7 @@ impl UnixDatagram {
     /// exists, or [`io::ErrorKind::Unsupported`] outside a task.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixDatagram> {
         Ok(UnixDatagram {
-            inner: PausingIo::new(mio::net::UnixDatagram::bind(path)?)?,
+            inner: PausingIo::from_nonblocking(mio::net::UnixDatagram::bind(path)?)?,
             read_shut: Cell::new(false),
         })
     }
@@ -103,7 +103,7 @@ impl UnixDatagram {
     /// As for [`bind`](Self::bind).
     pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixDatagram> {
         Ok(UnixDatagram {
-            inner: PausingIo::new(mio::net::UnixDatagram::bind_addr(addr)?)?,
+            inner: PausingIo::from_nonblocking(mio::net::UnixDatagram::bind_addr(addr)?)?,
             read_shut: Cell::new(false),
         })
     }
@@ -118,7 +118,7 @@ impl UnixDatagram {
     /// task.
     pub fn unbound() -> io::Result<UnixDatagram> {
         Ok(UnixDatagram {
-            inner: PausingIo::new(mio::net::UnixDatagram::unbound()?)?,
+            inner: PausingIo::from_nonblocking(mio::net::UnixDatagram::unbound()?)?,
             read_shut: Cell::new(false),
         })
     }
@@ -151,11 +151,11 @@ impl UnixDatagram {
         let (a, b) = mio::net::UnixDatagram::pair()?;
         Ok((
             UnixDatagram {
-                inner: PausingIo::new(a)?,
+                inner: PausingIo::from_nonblocking(a)?,
                 read_shut: Cell::new(false),
             },
             UnixDatagram {
-                inner: PausingIo::new(b)?,
+                inner: PausingIo::from_nonblocking(b)?,
                 read_shut: Cell::new(false),
             },
         ))
@@ -169,7 +169,7 @@ impl UnixDatagram {
     pub fn from_std(socket: std::os::unix::net::UnixDatagram) -> io::Result<UnixDatagram> {
         socket.set_nonblocking(true)?;
         Ok(UnixDatagram {
-            inner: PausingIo::new(mio::net::UnixDatagram::from_std(socket))?,
+            inner: PausingIo::from_nonblocking(mio::net::UnixDatagram::from_std(socket))?,
             read_shut: Cell::new(false),
         })
     }

@@ -96,7 +96,7 @@ impl Waiter {
     fn for_pid(pid: u32) -> io::Result<Waiter> {
         #[cfg(all(target_os = "linux", not(feature = "portable")))]
         if let Ok(fd) = super::pidfd::PidFd::open(pid) {
-            return Ok(Waiter::PidFd(PausingIo::new(fd)?));
+            return Ok(Waiter::PidFd(PausingIo::from_nonblocking(fd)?));
         }
         let _ = pid;
         Ok(Waiter::Pool(None))

@@ -95,7 +95,7 @@ impl ChildStdin {
     /// Takes over std's pipe end.
     pub(crate) fn new(std: std::process::ChildStdin) -> io::Result<ChildStdin> {
         Ok(ChildStdin {
-            inner: PausingIo::new_nonblocking(Sender::from(std))?,
+            inner: PausingIo::new(Sender::from(std))?,
         })
     }
 
@@ -124,7 +124,7 @@ macro_rules! receiver {
             /// Takes over std's pipe end.
             pub(crate) fn new(std: $std) -> io::Result<$ty> {
                 Ok($ty {
-                    inner: PausingIo::new_nonblocking(Receiver::from(std))?,
+                    inner: PausingIo::new(Receiver::from(std))?,
                 })
             }
 

@@ -24,10 +24,23 @@
 //! registration is edge-triggered, a task only ever waits *after* an attempt
 //! returned `WouldBlock`, so no edge is missed: data that arrives after the
 //! failed attempt raises a new event.
+//!
+//! # Wakers
+//!
+//! Beside the tasks, each source keeps one [`Waker`] per direction, for a
+//! future polled on this thread (by `block_on`, in a task) that waits on
+//! it: the shape of tokio's `ScheduledIo`, one read slot and one write slot,
+//! each replaced by the next poll. A readiness flag per direction, set by
+//! every event and cleared when a poll-style attempt says `WouldBlock`,
+//! tells such a poll whether trying is worth a system call. Wakers are not
+//! woken here: an event moves them to a list that the scheduler empties
+//! once it has let go of its own state, because waking one may call right
+//! back into the scheduler (unparking the task in `block_on`).
 
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::Arc;
+use std::task::Waker;
 
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
@@ -88,6 +101,15 @@ struct Source {
     readers: Vec<(WaitToken, WaitFor)>,
     /// Tasks waiting to write.
     writers: Vec<WaitToken>,
+    /// The future waiting to read, if any; replaced by each poll.
+    read_waker: Option<Waker>,
+    /// The future waiting to write, if any.
+    write_waker: Option<Waker>,
+    /// A read event came since a poll-style read last said `WouldBlock`
+    /// (true at first: the first poll tries).
+    read_ready: bool,
+    /// The same for writes.
+    write_ready: bool,
     /// The read events the source has had, shared with its socket: a
     /// stream whose last read came back short (so it emptied the socket)
     /// and that has had no read event since knows the next read would find
@@ -103,6 +125,16 @@ pub(crate) struct Readiness {
     write: bool,
     /// The peer closed its side, or the socket failed.
     read_closed: bool,
+}
+
+/// What a future's poll for readiness finds: see [`Reactor::poll_ready`].
+#[derive(Debug)]
+pub(crate) enum PollReady {
+    /// An event came since the last `WouldBlock`: try the operation.
+    Ready,
+    /// The waker is filed; here is the one it replaced, to be dropped once
+    /// the scheduler's state is let go of.
+    Pending(Option<Waker>),
 }
 
 /// The poller and the sources registered with it.
@@ -121,6 +153,9 @@ pub(crate) struct Reactor {
     remote: Option<Arc<RemoteQueue>>,
     /// Wake-ups taken from `remote`; kept to reuse its allocation.
     remote_scratch: Vec<WaitToken>,
+    /// Wakers that events (or deregistrations) have ended, for the
+    /// scheduler to wake once it has let go of its state.
+    woken: Vec<Waker>,
 }
 
 impl Reactor {
@@ -149,6 +184,7 @@ impl Reactor {
             timer_deadline: None,
             remote: None,
             remote_scratch: Vec::new(),
+            woken: Vec::new(),
         })
     }
 
@@ -197,26 +233,36 @@ impl Reactor {
             fd,
             readers: Vec::new(),
             writers: Vec::new(),
+            read_waker: None,
+            write_waker: None,
+            read_ready: true,
+            write_ready: true,
             read_events: read_events.clone(),
         });
         Ok((IoId { key, serial }, read_events))
     }
 
     /// Deregisters a source and frees its slot. The tasks still waiting on
-    /// it are woken with an error.
-    pub(crate) fn deregister(
-        &mut self,
-        id: IoId,
-        source: &mut impl mio::event::Source,
-        wakeups: &mut impl Wakeups,
-    ) {
+    /// it are woken with an error; its wakers are moved to the list the
+    /// scheduler wakes ([`take_woken`](Self::take_woken)), so that a future
+    /// waiting on it is polled again and finds it gone.
+    pub(crate) fn deregister(&mut self, id: IoId, wakeups: &mut impl Wakeups) {
         if self.get_mut(id).is_none() {
             return;
         }
-        // Closing the descriptor would drop the epoll entry anyway; doing it
-        // explicitly also covers descriptors that were duplicated.
-        let _ = self.poll.registry().deregister(source);
         let src = self.sources.remove(id.key);
+        // Closing the descriptor would drop the epoll entry anyway; doing it
+        // explicitly also covers descriptors that were duplicated. A source
+        // registered without its descriptor (a signal self-pipe, never
+        // duplicated) leaves when it closes.
+        if src.fd >= 0 {
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut mio::unix::SourceFd(&src.fd));
+        }
+        self.woken.extend(src.read_waker);
+        self.woken.extend(src.write_waker);
         for w in src.readers.into_iter().map(|(w, _)| w).chain(src.writers) {
             wakeups.wake(
                 w,
@@ -226,6 +272,62 @@ impl Reactor {
                 )),
                 "closed",
             );
+        }
+    }
+
+    /// Asks, for a future, whether the source `id` is worth trying in one
+    /// direction (`write` or read): ready if an event came since a
+    /// poll-style attempt last said `WouldBlock`, and `would_block` says
+    /// one just did. If not, files `waker` in the direction's slot, for the
+    /// next event to wake.
+    ///
+    /// # Errors
+    ///
+    /// `NotConnected` if the id is stale, as for [`add_waiter`](Self::add_waiter).
+    pub(crate) fn poll_ready(
+        &mut self,
+        id: IoId,
+        write: bool,
+        would_block: bool,
+        waker: &Waker,
+    ) -> io::Result<PollReady> {
+        let src = self.get_mut(id).ok_or_else(stale_source)?;
+        let (ready, slot) = if write {
+            (&mut src.write_ready, &mut src.write_waker)
+        } else {
+            (&mut src.read_ready, &mut src.read_waker)
+        };
+        if would_block {
+            *ready = false;
+        }
+        if *ready {
+            return Ok(PollReady::Ready);
+        }
+        let replaced = match slot {
+            // The same future polled again: keep the waker it left.
+            Some(w) if w.will_wake(waker) => None,
+            _ => slot.replace(waker.clone()),
+        };
+        Ok(PollReady::Pending(replaced))
+    }
+
+    /// True when events have ended wakers that are not woken yet.
+    #[inline]
+    pub(crate) fn has_woken(&self) -> bool {
+        !self.woken.is_empty()
+    }
+
+    /// The wakers events have ended, to wake once the scheduler's state is
+    /// let go of; hand the emptied list back with
+    /// [`restore_woken`](Self::restore_woken) to keep its allocation.
+    pub(crate) fn take_woken(&mut self) -> Vec<Waker> {
+        std::mem::take(&mut self.woken)
+    }
+
+    /// Takes back the emptied list from [`take_woken`](Self::take_woken).
+    pub(crate) fn restore_woken(&mut self, list: Vec<Waker>) {
+        if self.woken.is_empty() {
+            self.woken = list;
         }
     }
 
@@ -249,12 +351,7 @@ impl Reactor {
         w: WaitToken,
         is_waiting: impl Fn(WaitToken) -> bool,
     ) -> io::Result<()> {
-        let src = self.get_mut(id).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotConnected,
-                "yieldloop: the I/O source was closed or belongs to another scheduler",
-            )
-        })?;
+        let src = self.get_mut(id).ok_or_else(stale_source)?;
         // Waits that ended another way (a timeout, a cancellation) leave
         // their entries behind; drop them before the list grows.
         if src.readers.len() + src.writers.len() > 4 {
@@ -296,6 +393,12 @@ impl Reactor {
         };
         if r.read {
             src.read_events.record(r.read_closed);
+            src.read_ready = true;
+            self.woken.extend(src.read_waker.take());
+        }
+        if r.write {
+            src.write_ready = true;
+            self.woken.extend(src.write_waker.take());
         }
         // The lists are taken out while their tasks are woken, then put
         // back emptied, so their allocations serve the next waits.
@@ -376,6 +479,14 @@ impl Reactor {
         }
         Ok(polled)
     }
+}
+
+/// The error of a wait on a source id that names no live registration.
+fn stale_source() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotConnected,
+        "yieldloop: the I/O source was closed or belongs to another scheduler",
+    )
 }
 
 /// How a poll ended, besides the events it brought: for the trace.

@@ -338,6 +338,13 @@ impl Scheduler {
             }
             // 4. … and those whose deadlines are due.
             core.fire_timers(Instant::now());
+            // 5. Wake the futures whose sources are ready, now that the
+            //    state is let go of: a wake may unpark a task.
+            if core.reactor.has_woken() {
+                let woken = core.reactor.take_woken();
+                drop(core);
+                self.wake_wakers(woken);
+            }
         }
     }
 }

@@ -7,7 +7,7 @@
 //!   │        timer, a socket, another task, or back in the run queue
 //!   │   poll the kernel: don't wait if tasks are ready, else until the
 //!   │        next deadline, else until an event (0% CPU while idle)
-//!   │   wake the tasks whose sockets became ready
+//!   │   wake the tasks (and futures' wakers) whose sockets became ready
 //!   └── wake the tasks whose deadlines are due (deadline <= now)
 //! ```
 //!
@@ -34,9 +34,10 @@ use std::io;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Waker;
 
 use crate::protocol::{IoId, Resume, SchedulerId, TaskId, WaitToken};
-use crate::reactor::{Reactor, ReadEvents, Readiness, RemoteQueue, WaitFor, Wakeups};
+use crate::reactor::{PollReady, Reactor, ReadEvents, Readiness, RemoteQueue, WaitFor, Wakeups};
 use crate::stack::{PooledStack, MAIN_STACK_SIZE};
 use crate::task::{self, OwnedHeader};
 use crate::timer::Timers;
@@ -287,11 +288,53 @@ impl Scheduler {
         self.core.borrow_mut().reactor.register(source, fd)
     }
 
-    /// Deregisters an I/O source; tasks still waiting on it get an error.
-    pub(crate) fn deregister(&self, id: IoId, source: &mut impl mio::event::Source) {
+    /// Deregisters an I/O source; tasks still waiting on it get an error,
+    /// and a future waiting on it is woken.
+    pub(crate) fn deregister(&self, id: IoId) {
         let mut core = self.core.borrow_mut();
         let (reactor, mut waking) = core.split();
-        reactor.deregister(id, source, &mut waking);
+        reactor.deregister(id, &mut waking);
+        if core.reactor.has_woken() {
+            let woken = core.reactor.take_woken();
+            drop(core);
+            self.wake_wakers(woken);
+        }
+    }
+
+    /// Asks whether the source `io` is worth trying in one direction for a
+    /// future polled with `waker`, filing the waker if not (see
+    /// [`Reactor::poll_ready`]). `Ok(true)`: try.
+    pub(crate) fn poll_io_ready(
+        &self,
+        io: IoId,
+        write: bool,
+        would_block: bool,
+        waker: &Waker,
+    ) -> io::Result<bool> {
+        let polled = self
+            .core
+            .borrow_mut()
+            .reactor
+            .poll_ready(io, write, would_block, waker)?;
+        match polled {
+            PollReady::Ready => Ok(true),
+            // The waker it replaced is dropped here, with the state let go
+            // of: a waker's destructor is foreign code.
+            PollReady::Pending(replaced) => {
+                drop(replaced);
+                Ok(false)
+            }
+        }
+    }
+
+    /// Wakes the wakers taken from the reactor, with the scheduler's state
+    /// let go of (a wake may call back in, to unpark a task), then hands the
+    /// emptied list back to keep its allocation.
+    fn wake_wakers(&self, mut woken: Vec<Waker>) {
+        for w in woken.drain(..) {
+            w.wake();
+        }
+        self.core.borrow_mut().reactor.restore_woken(woken);
     }
 
     /// Tears down every task still alive, unwinding their stacks, until none
