@@ -9,6 +9,7 @@
 //! cargo run --release --example http_server   # HTTP/1.1 server on 127.0.0.1:8080
 //! cargo run --release --example http_get -- http://127.0.0.1:8080/ http://127.0.0.1:8080/sleep?ms=300
 //! cargo run --release --example redis_counter -- redis://127.0.0.1:6379/0   # needs a redis-server
+//! cargo run --release --example pg_visits -- "host=127.0.0.1 user=postgres dbname=postgres"   # needs a PostgreSQL
 //! ```
 //!
 //! # Layout
@@ -23,6 +24,11 @@
 //! - [`redis`]: a Redis client for tasks: the `redis` crate's typed
 //!   commands and pipelines over yieldloop's `TcpStream`, with a per-worker
 //!   connection pool (`redis_counter` is its example program).
+//! - [`postgres`]: a PostgreSQL client for tasks: tokio-postgres on
+//!   yieldloop's reactor (`connect_raw` over yieldloop's `TcpStream`, its
+//!   connection future on [`yieldloop::spawn_future`]), blocking-style
+//!   calls, and a per-worker pool (`pg_visits` is its example program).
+//! - [`pool`]: the per-worker connection pool both clients use.
 //!
 //! # Examples
 //!
