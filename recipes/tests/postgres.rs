@@ -664,3 +664,34 @@ fn a_running_query_can_be_cancelled_from_another_task() {
     })
     .unwrap();
 }
+
+#[test]
+fn a_query_left_running_when_run_ends_is_torn_down_cleanly() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    let watch = opts.clone();
+    let start = Instant::now();
+    yieldloop::run(move || {
+        // Left running: `run` cancels the task when the main task returns,
+        // unwinding it out of the query.
+        yieldloop::spawn(move || {
+            let client = PgClient::connect(&opts).unwrap();
+            client.execute("SELECT pg_sleep(5)", &[])
+        });
+        yieldloop::sleep(Duration::from_millis(300));
+    });
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "run took {:?}",
+        start.elapsed()
+    );
+    // The thread can run again, and the server is fine.
+    yieldloop::run(move || -> Result<(), Error> {
+        let client = PgClient::connect(&watch)?;
+        assert_eq!(client.query_one("SELECT 5", &[])?.get::<_, i32>(0), 5);
+        Ok(())
+    })
+    .unwrap();
+}
