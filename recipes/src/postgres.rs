@@ -214,7 +214,17 @@ impl ConnectOptions {
     }
 
     /// The tokio-postgres configuration sent at start-up (user, database,
-    /// password, options), for settings these methods do not cover.
+    /// password, options), for settings these methods do not cover. For
+    /// example a limit the server itself enforces on every statement,
+    /// which ends a slow one with an error and keeps the connection
+    /// (unlike a [`yieldloop::timeout`] around the call, which breaks it):
+    ///
+    /// ```
+    /// use yieldloop_recipes::postgres::ConnectOptions;
+    ///
+    /// let mut opts = ConnectOptions::new("127.0.0.1:5432").user("app");
+    /// opts.config_mut().options("-c statement_timeout=5s");
+    /// ```
     pub fn config_mut(&mut self) -> &mut tokio_postgres::Config {
         &mut self.config
     }
