@@ -70,12 +70,24 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 /// after the task has moved on. A future that never awaits cannot be
 /// stopped this way.
 ///
+/// # The runtime's lifetime
+///
+/// The shared runtime is never shut down: it lives in a `static` until the
+/// process exits, so handles and clients made in one call stay usable in
+/// any later one, and no call ever finds it gone. Its worker threads sleep
+/// while there is nothing to do. Work still running on it when `main`
+/// returns is cut off with the process, without its destructors, like any
+/// thread still alive then: a program that must flush something there
+/// (close a connection cleanly, say) awaits that in one last `on_tokio`
+/// call before it returns.
+///
 /// # Panics
 ///
 /// A panic in the future is caught by tokio and raised again in the calling
 /// task with the original payload ([`std::panic::resume_unwind`]), so its
-/// message reads as if the future had run in place. A panic in one call
-/// does not harm the runtime or other calls.
+/// message reads as if the future had run in place (the panic hook prints
+/// it once, naming the tokio worker thread it happened on). A panic in one
+/// call does not harm the runtime or other calls.
 ///
 /// It also panics if the runtime cannot be built on the first call (no
 /// thread could be started), and, with tokio's own message, if called
