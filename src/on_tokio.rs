@@ -44,6 +44,7 @@ use crate::task;
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
 /// Runs `future` on the shared tokio runtime and returns its output.
+/// (Cargo feature `tokio`.)
 ///
 /// Inside a task, only the task pauses until the future is done: the other
 /// tasks of its thread run meanwhile. Outside any task, the calling thread
@@ -178,7 +179,8 @@ impl Drop for AbortOnUnwind {
 }
 
 /// Builds the shared tokio runtime now, with `configure` applied to its
-/// builder; [`on_tokio`] and [`tokio_handle`] then use it.
+/// builder; [`on_tokio`] and [`tokio_handle`] then use it. (Cargo feature
+/// `tokio`.)
 ///
 /// The builder starts as `Builder::new_multi_thread()` with every driver
 /// the crate graph has enabled (`enable_all`) and threads named
@@ -236,7 +238,8 @@ where
 }
 
 /// A handle to the shared tokio runtime, which is built now if it does not
-/// exist yet (with the defaults of [`tokio_runtime`]).
+/// exist yet (with the defaults of [`tokio_runtime`]). (Cargo feature
+/// `tokio`.)
 ///
 /// For code that needs a [`Handle`] itself: to `spawn` background work
 /// that outlives an [`on_tokio`] call, or to `enter` the runtime's context
