@@ -80,8 +80,10 @@
 //! - `futures-io`: `futures_io::AsyncRead`/`AsyncWrite` for
 //!   [`net::TcpStream`], [`net::UnixStream`] and [`io::PausingIo`], woken
 //!   by yieldloop's own reactor, for async crates run with [`block_on`].
-//! - `tokio`: `tokio::io::AsyncRead`/`AsyncWrite` for the same types (only
-//!   the traits: no tokio runtime is started).
+//! - `tokio`: `tokio::io::AsyncRead`/`AsyncWrite` for the same types (the
+//!   traits alone start no tokio runtime), and `on_tokio()`, which runs a
+//!   future that needs tokio's own reactor, timers or spawn on one shared
+//!   tokio runtime, built on first use, while only the calling task waits.
 //!
 //! # Example
 //!

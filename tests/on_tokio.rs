@@ -76,7 +76,7 @@ fn tokio_sleep_leaves_the_other_tasks_running() {
     // 200 ticks if every 1 ms sleep took 1 ms; a frozen thread gives 1.
     assert!(ticks >= 20, "the ticker ticked only {ticks} times");
     assert!(
-        longest < Duration::from_millis(100),
+        longest < Duration::from_millis(150),
         "longest gap {longest:?}"
     );
 }
@@ -348,7 +348,7 @@ fn redis_async_client_through_on_tokio() {
         assert!(elapsed >= Duration::from_millis(250), "{elapsed:?}");
         assert!(ticks >= 20, "the ticker ticked only {ticks} times");
         assert!(
-            longest < Duration::from_millis(100),
+            longest < Duration::from_millis(150),
             "longest gap {longest:?}"
         );
 
@@ -437,7 +437,7 @@ fn tokio_postgres_connect_through_on_tokio() {
         assert!(elapsed >= Duration::from_millis(250), "{elapsed:?}");
         assert!(ticks >= 20, "the ticker ticked only {ticks} times");
         assert!(
-            longest < Duration::from_millis(100),
+            longest < Duration::from_millis(150),
             "longest gap {longest:?}"
         );
 
