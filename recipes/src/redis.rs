@@ -386,7 +386,8 @@ impl Connection {
         self.broken
     }
 
-    /// The socket, for its addresses and options.
+    /// The socket, for its addresses and options. Reading or writing it
+    /// directly would put the connection out of step with its replies.
     pub fn stream(&self) -> &TcpStream {
         &self.stream
     }
