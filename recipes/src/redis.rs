@@ -41,14 +41,11 @@
 //! behind the caller's back; the next checkout from the pool opens a fresh
 //! connection.
 //!
-//! A pool belongs to the scheduler it was first used on. Its connections
-//! are registered with that scheduler's reactor, so after a
-//! [`yieldloop::run`] ends they are dead: a later `run` on the same thread
-//! that takes [`PoolConfig::pool`] again gets the old pool, whose idle
-//! connections each fail their first call (and are then dropped). Make a
-//! new [`PoolConfig`] (or a [`Pool::new`]) per `run`; the workers of a
-//! [`yieldloop::Runtime`] keep their schedulers for their whole life and are
-//! not affected.
+//! Idle connections are checked at checkout without a round trip: one the
+//! server closed while it sat in the pool (a restart, the server's idle
+//! `timeout`), or one registered with the scheduler of an earlier
+//! [`yieldloop::run`] on the same thread, is closed and replaced, so the
+//! caller does not see its failure.
 //!
 //! Not covered: TLS, Unix sockets, cluster and sentinel, and pub/sub
 //! (RESP3 push messages that arrive between replies are skipped).
@@ -389,9 +386,33 @@ impl Connection {
         self.broken
     }
 
-    /// The socket, for its addresses and options.
+    /// The socket, for its addresses and options. Reading or writing it
+    /// directly would put the connection out of step with its replies.
     pub fn stream(&self) -> &TcpStream {
         &self.stream
+    }
+
+    /// Whether an idle connection still looks usable, checked without a
+    /// round trip: the server has not closed it or sent anything unasked,
+    /// and it belongs to the current scheduler. A peek with a read timeout
+    /// of a nanosecond answers all three: "timed out" means nothing to
+    /// read, the healthy case; end of stream, data, a reset, or "not this
+    /// scheduler's socket" all say no. Restores `read_timeout` afterwards.
+    fn still_usable(&self, read_timeout: Option<Duration>) -> bool {
+        if self.broken
+            || self
+                .stream
+                .set_read_timeout(Some(Duration::from_nanos(1)))
+                .is_err()
+        {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        let quiet = matches!(
+            self.stream.peek(&mut byte),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut
+        );
+        self.stream.set_read_timeout(read_timeout).is_ok() && quiet
     }
 
     /// Fails when the connection is broken; else marks it broken until the
@@ -585,6 +606,11 @@ impl Pool {
     /// Checks a connection out: an idle one, else a new one, else (at the
     /// maximum) the next one returned, waiting up to the checkout timeout.
     ///
+    /// An idle connection is checked before it is handed out, without a
+    /// round trip (a non-waiting peek at its socket): one the server has
+    /// closed meanwhile (a restart, its idle `timeout`), or one left from an
+    /// earlier [`yieldloop::run`], is closed and the next is tried.
+    ///
     /// # Errors
     ///
     /// An I/O error of kind `TimedOut` when the wait runs out; the connect's
@@ -616,8 +642,18 @@ impl Pool {
         // From here the permit is ours: `Place` gives it back on every path
         // that does not end in a checked-out connection.
         let place = Place(Some(self.inner.clone()));
-        let idle = inner.idle.borrow_mut().pop();
-        let conn = match idle {
+        // The most recently returned idle connection that is still usable;
+        // the server may have closed some while they sat idle.
+        let usable = loop {
+            let Some(conn) = inner.idle.borrow_mut().pop() else {
+                break None;
+            };
+            if conn.still_usable(inner.config.connect.read_timeout) {
+                break Some(conn);
+            }
+            inner.discarded.set(inner.discarded.get() + 1);
+        };
+        let conn = match usable {
             Some(conn) => conn,
             None => {
                 let conn = Connection::connect(&inner.config.connect)?;
@@ -649,7 +685,8 @@ impl Pool {
         self.inner.opened.get()
     }
 
-    /// Broken connections it has closed instead of reusing.
+    /// Connections it has closed instead of reusing: broken on return, or
+    /// found dead at checkout.
     pub fn discarded(&self) -> u64 {
         self.inner.discarded.get()
     }
