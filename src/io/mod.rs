@@ -37,9 +37,10 @@
 //! `futures_io::AsyncRead`/`AsyncWrite` on them; with the feature `tokio`,
 //! `tokio::io::AsyncRead`/`AsyncWrite`. That is how a runtime-agnostic
 //! async crate runs on yieldloop's own reactor, with no second runtime and
-//! no thread hop. Polled anywhere else (on another thread, after `run`
-//! returned) they answer with an [`Unsupported`](std::io::ErrorKind)
-//! error, never a panic.
+//! no thread hop. Polled where that reactor cannot serve them (after
+//! `run` returned, or in another `run`) they answer with an
+//! [`Unsupported`](std::io::ErrorKind) error, never a panic; they cannot
+//! reach another thread at all (they are not `Send`).
 //!
 //! ```
 //! use futures::io::{AsyncReadExt, AsyncWriteExt};
