@@ -68,6 +68,15 @@
 //! .unwrap();
 //! ```
 //!
+//! The sockets keep their blocking-style `std::io::Read`/`Write` beside
+//! the async traits, so with both `std::io::Read` and an async extension
+//! trait (`futures::io::AsyncReadExt`, `tokio::io::AsyncReadExt`) in scope,
+//! a call such as `stream.read_exact(&mut buf)` is ambiguous: import only
+//! the one a module uses, or name the trait
+//! (`AsyncReadExt::read_exact(&mut stream, &mut buf)`). Likewise the
+//! sockets' own `shutdown(how)` comes before tokio's
+//! `AsyncWriteExt::shutdown()`, which is then named in full.
+//!
 //! # Where it stands
 //!
 //! Just above the scheduler and [`suspend`](crate::raw::suspend) (which
