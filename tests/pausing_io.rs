@@ -149,3 +149,50 @@ fn where_no_task_can_wait_the_calls_fail_cleanly() {
         assert_eq!(err.raw_os_error(), Some(libc::EPERM), "{err}");
     });
 }
+
+/// Counts its wakes.
+#[derive(Default)]
+struct CountingWaker(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn poll_read_ready_follows_would_block_and_events() {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+
+    util::within(|| {
+        yieldloop::run(|| {
+            let (a, b) = StdUnixStream::pair().unwrap();
+            let a = PausingIo::new(a).unwrap();
+            let counter = Arc::new(CountingWaker::default());
+            let waker = Waker::from(counter.clone());
+            let mut cx = Context::from_waker(&waker);
+            // At first a read is worth trying.
+            assert!(matches!(a.poll_read_ready(&mut cx), Poll::Ready(Ok(()))));
+            // It finds nothing: from then on, not until an event.
+            let r = a.poll_read_with(&mut cx, |mut s| s.read(&mut [0u8; 8]));
+            assert!(r.is_pending());
+            assert!(a.poll_read_ready(&mut cx).is_pending());
+            (&b).write_all(b"data").unwrap();
+            // The loop polls (this task pauses) and the event wakes the waker.
+            let woke = util::wait_until(Duration::from_secs(10), || {
+                counter.0.load(Ordering::SeqCst) > 0
+            });
+            assert!(woke, "the waker was not woken by the event");
+            assert!(matches!(a.poll_read_ready(&mut cx), Poll::Ready(Ok(()))));
+            let mut buf = [0u8; 8];
+            match a.poll_read_with(&mut cx, |mut s| s.read(&mut buf)) {
+                Poll::Ready(Ok(4)) => assert_eq!(&buf[..4], b"data"),
+                other => panic!("{other:?}"),
+            }
+            // The write side was never tried: it is ready.
+            assert!(matches!(a.poll_write_ready(&mut cx), Poll::Ready(Ok(()))));
+        });
+    });
+}
