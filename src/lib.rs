@@ -263,4 +263,6 @@ mod book {
     struct AppendixArticles;
     #[doc = include_str!("../docs/src/ch11-services.md")]
     struct Ch11Services;
+    #[doc = include_str!("../docs/src/ch12-other-libraries.md")]
+    struct Ch12OtherLibraries;
 }

@@ -312,6 +312,7 @@ fn redis_async_client_through_on_tokio() {
     let Some(server) = util::servers::redis() else {
         return;
     };
+    // ANCHOR: redis_async
     let client = redis::Client::open(server.url()).unwrap();
     yieldloop::run(move || {
         let connect = move || {
@@ -337,6 +338,7 @@ fn redis_async_client_through_on_tokio() {
         for (i, t) in tasks.into_iter().enumerate() {
             assert_eq!(t.join().unwrap().unwrap(), i as i64 * 3);
         }
+        // ANCHOR_END: redis_async
 
         // A BLPOP on an empty list waits out its 300 ms; only this task
         // waits.

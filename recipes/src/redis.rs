@@ -429,6 +429,7 @@ impl Connection {
         Ok(())
     }
 
+    // ANCHOR: connection_like
     fn send(&mut self, bytes: &[u8]) -> RedisResult<()> {
         (&self.stream).write_all(bytes)?;
         Ok(())
@@ -453,6 +454,7 @@ impl ConnectionLike for Connection {
         self.broken = false;
         Ok(reply)
     }
+    // ANCHOR_END: connection_like
 
     fn req_packed_commands(
         &mut self,
