@@ -35,7 +35,10 @@
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
+use std::task::Waker;
 use std::time::{Duration, Instant};
+
+use slab::Slab;
 
 use crate::protocol::WaitToken;
 
@@ -264,6 +267,93 @@ impl Timers {
     /// True when no entry, live or stale, is armed.
     pub(crate) fn is_empty(&self) -> bool {
         self.heap.is_empty() && self.queue.is_empty()
+    }
+}
+
+/// Timers that wake a future's [`Waker`] rather than a task: the timers
+/// behind [`Sleep`](crate::Sleep).
+///
+/// A heap of their own (the same [`Timers`], its entries' `WaitToken`
+/// naming a slot here instead of a task), so that a task's wake-up never
+/// has to ask which kind of timer it is looking at. Each armed timer holds
+/// its future's latest waker in a slot; the slot's serial tells a live
+/// entry from one whose future was dropped or re-armed, and such stale
+/// entries are skipped and counted like the task timers' ones.
+#[derive(Debug, Default)]
+pub(crate) struct WakerTimers {
+    heap: Timers,
+    /// The armed timers: the serial their heap entry carries, and the
+    /// waker to wake when it fires.
+    slots: Slab<(u64, Waker)>,
+    next_serial: u64,
+}
+
+impl WakerTimers {
+    /// Is the slot named by `w` still armed under that serial?
+    fn live(slots: &Slab<(u64, Waker)>, w: WaitToken) -> bool {
+        slots
+            .get(w.key)
+            .is_some_and(|(serial, _)| *serial == w.token)
+    }
+
+    /// Arms a timer that wakes `waker` at `deadline`; returns its name.
+    pub(crate) fn arm(&mut self, deadline: Instant, waker: Waker) -> WaitToken {
+        self.next_serial += 1;
+        let token = self.next_serial;
+        let key = self.slots.insert((token, waker));
+        let w = WaitToken { key, token };
+        self.heap.insert(deadline, w, TimerKind::Sleep);
+        w
+    }
+
+    /// Files `waker` as the one to wake for the armed timer `w`. Returns
+    /// the waker it replaced, to be dropped by the caller outside the
+    /// scheduler's state, and `false` if `w` is no longer armed (it fired).
+    pub(crate) fn update(&mut self, w: WaitToken, waker: &Waker) -> (bool, Option<Waker>) {
+        match self.slots.get_mut(w.key) {
+            Some((serial, old)) if *serial == w.token => {
+                if old.will_wake(waker) {
+                    (true, None)
+                } else {
+                    (true, Some(std::mem::replace(old, waker.clone())))
+                }
+            }
+            _ => (false, None),
+        }
+    }
+
+    /// Disarms the timer `w` if it is still armed; returns its waker, to be
+    /// dropped outside the scheduler's state.
+    pub(crate) fn disarm(&mut self, w: WaitToken) -> Option<Waker> {
+        if !Self::live(&self.slots, w) {
+            return None;
+        }
+        let (_, waker) = self.slots.remove(w.key);
+        let slots = &self.slots;
+        self.heap.mark_stale(|x| Self::live(slots, x));
+        Some(waker)
+    }
+
+    /// Moves the wakers of the timers due at `now` to `out`, disarming them.
+    pub(crate) fn fire_due(&mut self, now: Instant, out: &mut Vec<Waker>) {
+        while let Some(entry) = self.heap.pop_due(now) {
+            if Self::live(&self.slots, entry.waiter) {
+                out.push(self.slots.remove(entry.waiter.key).1);
+            } else {
+                self.heap.popped_stale();
+            }
+        }
+    }
+
+    /// The earliest deadline of an armed timer.
+    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+        let slots = &self.slots;
+        self.heap.next_deadline(|w| Self::live(slots, w))
+    }
+
+    /// True when no entry, live or stale, is in the heap.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.is_empty()
     }
 }
 
