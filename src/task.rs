@@ -67,7 +67,8 @@ pub(crate) type TaskCoroutine = Coroutine<Resume, Op, (), PooledStack>;
 pub(crate) fn new_coroutine<B: FnOnce() + 'static>(stack: PooledStack, body: B) -> TaskCoroutine {
     if std::mem::size_of::<B>() > INLINE_BODY_MAX {
         let body = Box::new(body);
-        start_coroutine(stack, move || body())
+        // A box of a closure is a closure, of one word.
+        start_coroutine(stack, body)
     } else {
         start_coroutine(stack, body)
     }
