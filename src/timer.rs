@@ -393,6 +393,54 @@ mod tests {
         assert_eq!(order, (0..100).collect::<Vec<_>>());
     }
 
+    /// Counts wakes.
+    #[derive(Default)]
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// Waker timers fire in deadline order and only when due; a disarmed
+    /// one, or one whose waker was replaced, hands over nothing stale.
+    #[test]
+    fn waker_timers_fire_live_wakers_when_due() {
+        use std::sync::Arc;
+        let mut t = WakerTimers::default();
+        let now = Instant::now();
+        let ms = |m: u64| now + Duration::from_millis(m);
+        let (a, b, c) = (
+            Arc::new(Count::default()),
+            Arc::new(Count::default()),
+            Arc::new(Count::default()),
+        );
+        let wa = t.arm(ms(30), Waker::from(a.clone()));
+        let wb = t.arm(ms(10), Waker::from(b.clone()));
+        let wc = t.arm(ms(20), Waker::from(c.clone()));
+        assert_eq!(t.next_deadline(), Some(ms(10)));
+        assert!(t.disarm(wb).is_some());
+        assert!(t.disarm(wb).is_none(), "disarmed twice");
+        assert_eq!(t.next_deadline(), Some(ms(20)));
+        // c's waker replaced by a's: c's own is handed back.
+        let (armed, old) = t.update(wc, &Waker::from(a.clone()));
+        assert!(armed && old.is_some());
+        let mut out = Vec::new();
+        t.fire_due(ms(19), &mut out);
+        assert!(out.is_empty(), "nothing is due before 20 ms");
+        t.fire_due(ms(30), &mut out);
+        assert_eq!(out.len(), 2);
+        out.drain(..).for_each(Waker::wake);
+        assert_eq!(a.0.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(b.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(c.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // Fired: no longer armed, and the heap is empty.
+        assert!(!t.update(wa, &Waker::from(a.clone())).0);
+        assert_eq!(t.next_deadline(), None);
+        assert!(t.is_empty());
+    }
+
     #[test]
     fn nothing_fires_before_its_deadline() {
         let mut t = Timers::default();
