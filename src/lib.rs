@@ -190,7 +190,7 @@ pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 pub use task_local::{AccessError, LocalKey};
-pub use time::{sleep, sleep_until, yield_now};
+pub use time::{sleep, sleep_future, sleep_until, sleep_until_future, yield_now, Sleep};
 pub use timeout::{timeout, timeout_at, Elapsed};
 
 /// Runs `f` as the main task of a new scheduler on this thread, drives the
