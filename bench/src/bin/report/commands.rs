@@ -39,6 +39,12 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
         ("HTTP_WARMUP", "http_warmup"),
         ("SCALE_REPS", "scale_reps"),
         ("SCALE_SECS", "scale_secs"),
+        ("DB_REPS", "db_reps"),
+        ("DB_N", "db_n"),
+        ("DB_WARMUP", "db_warmup"),
+        ("DB_TASKS", "db_tasks"),
+        ("DB_WAIT_MS", "db_wait_ms"),
+        ("DB_TIMEOUT", "db_timeout"),
         ("STAGES", "stages"),
         ("RUNTIMES", "runtimes"),
     ];
