@@ -61,4 +61,6 @@
 //! ```
 
 pub mod http;
+pub mod pool;
+pub mod postgres;
 pub mod redis;
