@@ -8,8 +8,9 @@
 //! The routes (a task is one of yieldloop's, except for `tokio`):
 //!
 //! - `native`: the recipes' clients in the task, on yieldloop's own
-//!   sockets (`yieldloop_recipes::redis::Connection`; for PostgreSQL,
-//!   `yieldloop_recipes::postgres` where the tree has it);
+//!   sockets (`yieldloop_recipes::redis::Connection`,
+//!   `yieldloop_recipes::postgres::PgClient`: tokio-postgres driven by
+//!   yieldloop's reactor, no tokio runtime);
 //! - `on_tokio`: redis's tokio client (`MultiplexedConnection`) and
 //!   tokio-postgres's own `connect`, each query one `yieldloop::on_tokio`
 //!   call onto the shared tokio runtime (multi-thread, one worker per CPU);
@@ -37,6 +38,7 @@ use std::time::Instant;
 
 use redis::{AsyncCommands, Commands};
 use yieldloop_bench::db::{self, fail, Db, Meter, Route};
+use yieldloop_recipes::postgres::{ConnectOptions as PgOptions, PgClient};
 use yieldloop_recipes::redis::{ConnectOptions, Connection as NativeRedis};
 
 const USAGE: &str = "db_roundtrip --db redis|postgres --route native|on_tokio|blocking|tokio --addr HOST:PORT --n N [--warmup W]";
@@ -179,8 +181,15 @@ async fn pg_connect(
 }
 
 fn pg_native(a: &db::Args) -> Result<String, String> {
-    let _ = a;
-    Err("the PostgreSQL recipe (yieldloop_recipes::postgres) is not in this tree".into())
+    let (addr, n, warmup) = (a.addr.clone(), a.n, a.warmup);
+    yieldloop::run(move || {
+        let opts = PgOptions::new(addr).user("postgres").dbname("postgres");
+        let c = PgClient::connect(&opts).map_err(fail)?;
+        let st = c.prepare(SQL).map_err(fail)?;
+        measure(n, warmup, || {
+            check_one(c.query_one(&st, &[]).map_err(fail)?.get(0))
+        })
+    })
 }
 
 fn pg_on_tokio(a: &db::Args) -> Result<String, String> {

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use redis::{AsyncCommands, Commands};
 use yieldloop_bench::db::{self, fail, Db, Gaps, Route};
+use yieldloop_recipes::postgres::{ConnectOptions as PgOptions, PgClient};
 use yieldloop_recipes::redis::{ConnectOptions, Connection as NativeRedis};
 
 const USAGE: &str = "db_ticker --db redis|postgres --route native|on_tokio|blocking|tokio --addr HOST:PORT [--tasks 50] [--wait-ms 200]";
@@ -291,8 +292,17 @@ async fn pg_connect(conninfo: String) -> Result<tokio_postgres::Client, String> 
 }
 
 fn pg_native(a: &db::Args) -> Result<String, String> {
-    let _ = a;
-    Err("the PostgreSQL recipe (yieldloop_recipes::postgres) is not in this tree".into())
+    let (addr, n) = (a.addr.clone(), a.n);
+    yieldloop::run(move || {
+        let opts = PgOptions::new(addr).user("postgres").dbname("postgres");
+        let conns = (0..n)
+            .map(|_| PgClient::connect(&opts).map_err(fail))
+            .collect::<Result<Vec<_>, _>>()?;
+        yieldloop_rounds(conns, |c| {
+            c.execute(pg_sql().as_str(), &[]).map_err(fail)?;
+            Ok(c)
+        })
+    })
 }
 
 fn pg_on_tokio(a: &db::Args) -> Result<String, String> {

@@ -11,6 +11,14 @@ pub const DBS: [(&str, &str); 2] = [
     ("redis", "Redis `GET`"),
     ("postgres", "PostgreSQL `SELECT 1`"),
 ];
+/// The databases' names in the ticker's table and targets.
+fn short(db: &str) -> &'static str {
+    match db {
+        "redis" => "Redis `BLPOP`",
+        _ => "PostgreSQL `pg_sleep`",
+    }
+}
+
 /// The routes, as `route=` names them, with what each is.
 pub const ROUTES: [(&str, &str); 4] = [
     ("native", "native recipe, in the task"),
@@ -137,7 +145,9 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
             let _ = writeln!(
                 w,
                 "{title}: the `on_tokio` hop (on_tokio minus plain tokio, medians) costs \
-                 {} µs of CPU and {} µs of wall time per query.\n",
+                 {} µs of CPU and {} µs of wall time per query. It includes what a \
+                 multi-thread tokio runtime costs over a `current_thread` one (the client's \
+                 connection task and the caller's future may sit on different workers).\n",
                 num(cpu),
                 num(wall)
             );
@@ -176,10 +186,11 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          |---|---|---:|---:|---:|---:|---:|"
     );
     let mut notes = Vec::new();
-    for (db, title) in DBS {
+    for (db, _) in DBS {
         if skipped(recs, db).is_some() {
             continue;
         }
+        let title = short(db);
         for (route, _) in ROUTES {
             let (ok, failure) = pick(recs, "ticker", db, route);
             if let Some(f) = &failure {
@@ -284,16 +295,11 @@ pub fn target_rows(w: &mut String, recs: &[Rec]) {
             .map(|(r, g)| g.map(|g| (*r, g)))
             .collect::<Option<Vec<_>>>()
             .and_then(|v| v.into_iter().max_by(|a, b| a.1.total_cmp(&b.1)));
-        let what = match worst {
-            Some((route, _)) => format!(
-                "{}: 1 ms ticker's longest gap while tasks wait on it, every route (worst: {route})",
-                title.split(' ').next().unwrap_or(title)
-            ),
-            None => format!(
-                "{}: 1 ms ticker's longest gap while tasks wait on it, every route",
-                title.split(' ').next().unwrap_or(title)
-            ),
-        };
+        let what = format!(
+            "{}: a 1 ms ticker's longest gap while tasks wait, every route{}",
+            short(db),
+            worst.map_or(String::new(), |(route, _)| format!(" (worst: {route})"))
+        );
         row(
             w,
             &what,
