@@ -320,8 +320,9 @@ cat >>"$RES/commands.txt" <<EOF
 bench/target/release/db_servers --redis --postgres <FIFO &
 # round trips (Redis GET, PostgreSQL SELECT 1), one connection, one query after another
 timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --route {native|on_tokio|blocking|tokio} --addr 127.0.0.1:PORT --n ${DB_N} --warmup ${DB_WARMUP}
-# a 1 ms ticker beside tasks waiting on the database (BLPOP with a timeout, pg_sleep)
-timeout ${DB_TIMEOUT} bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}
+# a 1 ms ticker beside tasks waiting on the database (BLPOP with a timeout, pg_sleep),
+# at normal priority and (where chrt works) under chrt -f 50
+timeout ${DB_TIMEOUT} [chrt -f 50] bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}
 EOF
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
@@ -831,18 +832,20 @@ fi
 # scheduler's thread, and the servers run beside the client.
 
 # One run of db_$1 (roundtrip or ticker) for database $2, route $3, rep $4,
-# with the server at $5 and the binary's own arguments after; appends a
-# result line (ok=1) or a failure line (ok=0).
+# at priority $5 (normal, or rt: under `chrt -f 50` as for the timer
+# lateness), with the server at $6 and the binary's own arguments after;
+# appends a result line (ok=1) or a failure line (ok=0).
 db_cell() {
-    local kind=$1 db=$2 route=$3 rep=$4 addr=$5 out err rc reason line
-    shift 5
+    local kind=$1 db=$2 route=$3 rep=$4 variant=$5 addr=$6 out err rc reason line prio=()
+    shift 6
     out=$RES/cell.out
     err=$RES/cell.err
-    timeout "$DB_TIMEOUT" "$BIN/db_$kind" --db "$db" --route "$route" --addr "$addr" "$@" >"$out" 2>"$err"
+    [ "$variant" = rt ] && prio=(chrt -f 50)
+    timeout "$DB_TIMEOUT" "${prio[@]}" "$BIN/db_$kind" --db "$db" --route "$route" --addr "$addr" "$@" >"$out" 2>"$err"
     rc=$?
     line=$(grep -m1 "^db_$kind " "$out")
     if [ $rc -eq 0 ] && [ -n "$line" ]; then
-        echo "db kind=$kind rep=$rep ok=1 ${line#db_$kind }" >>"$RES/db.txt"
+        echo "db kind=$kind variant=$variant rep=$rep ok=1 ${line#db_$kind }" >>"$RES/db.txt"
         return 0
     fi
     case $rc in
@@ -850,7 +853,7 @@ db_cell() {
         *) reason=$(grep -v '^ *$' "$err" | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
     esac
     [ -n "$reason" ] || reason="exit status $rc"
-    echo "db kind=$kind db=$db route=$route rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/db.txt"
+    echo "db kind=$kind db=$db route=$route variant=$variant rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/db.txt"
     return 1
 }
 
@@ -889,6 +892,11 @@ if want db; then
         echo "db_redis=$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')" >>"$RES/meta.txt"
     pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
     [ -n "$pgbin" ] && echo "db_postgres=$("$pgbin/postgres" --version | sed 's/.*) //')" >>"$RES/meta.txt"
+    # The ticker also runs at realtime priority where chrt works (see the
+    # timer lateness), so that the machine's other load does not hide what
+    # the route itself does to the thread.
+    db_variants=normal
+    [ "$LATENESS_RT" = yes ] && db_variants="normal rt"
     skip=" "
     for rep in $(seq 1 "$DB_REPS"); do
         for db in redis postgres; do
@@ -896,14 +904,16 @@ if want db; then
             for route in native on_tokio blocking tokio; do
                 case $skip in *" roundtrip/$db/$route "*) continue ;; esac
                 log "db roundtrip $db $route run $rep/$DB_REPS"
-                db_cell roundtrip "$db" "$route" "$rep" "${DB_ADDR[$db]}" --n "$DB_N" --warmup "$DB_WARMUP" ||
+                db_cell roundtrip "$db" "$route" "$rep" normal "${DB_ADDR[$db]}" --n "$DB_N" --warmup "$DB_WARMUP" ||
                     skip="${skip}roundtrip/$db/$route "
             done
-            for route in native on_tokio blocking tokio; do
-                case $skip in *" ticker/$db/$route "*) continue ;; esac
-                log "db ticker $db $route run $rep/$DB_REPS"
-                db_cell ticker "$db" "$route" "$rep" "${DB_ADDR[$db]}" --tasks "$DB_TASKS" --wait-ms "$DB_WAIT_MS" ||
-                    skip="${skip}ticker/$db/$route "
+            for variant in $db_variants; do
+                for route in native on_tokio blocking tokio; do
+                    case $skip in *" ticker/$db/$route/$variant "*) continue ;; esac
+                    log "db ticker $db $route ($variant priority) run $rep/$DB_REPS"
+                    db_cell ticker "$db" "$route" "$rep" "$variant" "${DB_ADDR[$db]}" --tasks "$DB_TASKS" --wait-ms "$DB_WAIT_MS" ||
+                        skip="${skip}ticker/$db/$route/$variant "
+                done
             done
         done
     done

@@ -198,24 +198,33 @@ impl Meter {
 /// The gaps a 1 ms ticker saw, and how long each waiting task waited.
 #[derive(Debug, Default)]
 pub struct Gaps {
-    pub gaps: Vec<Duration>,
+    /// Per tick: when it came (since the ticker started), and the time
+    /// since the one before.
+    pub gaps: Vec<(Duration, Duration)>,
     pub waits: Vec<Duration>,
 }
 
 impl Gaps {
-    /// The result fields: the ticker's gaps (longest, p99, p50), its tick
-    /// count, and the shortest and longest wait of the tasks.
+    /// The result fields: the ticker's gaps (longest, when it ended, p99,
+    /// p50), its tick count, and the shortest and longest wait of the tasks.
     pub fn fields(mut self) -> String {
-        self.gaps.sort();
+        let longest_end = self
+            .gaps
+            .iter()
+            .max_by_key(|(_, gap)| *gap)
+            .map_or(Duration::ZERO, |(at, _)| *at);
+        let mut gaps: Vec<Duration> = self.gaps.iter().map(|(_, gap)| *gap).collect();
+        gaps.sort();
         self.waits.sort();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         format!(
-            "tasks={} ticks={} max_gap_ms={:.3} p99_gap_ms={:.3} p50_gap_ms={:.3} wait_min_ms={:.1} wait_max_ms={:.1}",
+            "tasks={} ticks={} max_gap_ms={:.3} max_gap_end_ms={:.1} p99_gap_ms={:.3} p50_gap_ms={:.3} wait_min_ms={:.1} wait_max_ms={:.1}",
             self.waits.len(),
-            self.gaps.len(),
-            ms(percentile(&self.gaps, 1000)),
-            ms(percentile(&self.gaps, 990)),
-            ms(percentile(&self.gaps, 500)),
+            gaps.len(),
+            ms(percentile(&gaps, 1000)),
+            ms(longest_end),
+            ms(percentile(&gaps, 990)),
+            ms(percentile(&gaps, 500)),
             ms(self.waits.first().copied().unwrap_or_default()),
             ms(self.waits.last().copied().unwrap_or_default()),
         )

@@ -22,8 +22,12 @@
 //! runtimes are warm. One line on stdout:
 //!
 //! ```text
-//! db_ticker db=redis route=native tasks=50 ticks=190 max_gap_ms=1.412 p99_gap_ms=1.210 p50_gap_ms=1.060 wait_min_ms=200.3 wait_max_ms=203.9
+//! db_ticker db=redis route=native tasks=50 ticks=190 max_gap_ms=1.412 max_gap_end_ms=201.7 p99_gap_ms=1.210 p50_gap_ms=1.060 wait_min_ms=200.3 wait_max_ms=203.9
 //! ```
+//!
+//! (`max_gap_end_ms`: when the longest gap ended, from the ticker's start:
+//! near 0 a stall while the queries go out, near the wait a stall while
+//! the answers come in, elsewhere most likely the machine.)
 //!
 //! A failure ends the process with status 1 and the error on stderr.
 
@@ -63,11 +67,12 @@ fn yieldloop_round<C: 'static>(
     let ticker = {
         let (done, gaps) = (done.clone(), gaps.clone());
         yieldloop::spawn(move || {
-            let mut last = Instant::now();
+            let start = Instant::now();
+            let mut last = start;
             while !done.get() {
                 yieldloop::sleep(TICK);
                 let now = Instant::now();
-                gaps.borrow_mut().push(now - last);
+                gaps.borrow_mut().push((now - start, now - last));
                 last = now;
             }
         })
@@ -105,14 +110,14 @@ fn yieldloop_round<C: 'static>(
     Ok((back, out))
 }
 
-/// A warm-up round, then the timed one.
+/// A warm-up round, then the timed one; hands the connections back.
 fn yieldloop_rounds<C: 'static>(
     conns: Vec<C>,
     wait: fn(C) -> Result<C, String>,
-) -> Result<String, String> {
+) -> Result<(Vec<C>, String), String> {
     let (conns, _) = yieldloop_round(conns, wait)?;
-    let (_, gaps) = yieldloop_round(conns, wait)?;
-    Ok(gaps.fields())
+    let (conns, gaps) = yieldloop_round(conns, wait)?;
+    Ok((conns, gaps.fields()))
 }
 
 /// `--wait-ms`, for the `fn` pointers of the rounds.
@@ -150,6 +155,7 @@ fn redis_native(a: &db::Args) -> Result<String, String> {
             check_popped(c.blpop(EMPTY, wait_secs()).map_err(fail)?)?;
             Ok(c)
         })
+        .map(|(_, fields)| fields)
     })
 }
 
@@ -172,6 +178,7 @@ fn redis_on_tokio(a: &db::Args) -> Result<String, String> {
                 v.map_err(fail).and_then(check_popped).map(|()| c)
             })
         })
+        .map(|(_, fields)| fields)
     })
 }
 
@@ -191,7 +198,18 @@ fn redis_blocking(a: &db::Args) -> Result<String, String> {
             .join()
             .map_err(fail)?
         })
+        .and_then(close_on_pool)
     })
+}
+
+/// Closes synchronous connections on the blocking pool, where closing
+/// them may block (the `postgres` crate's close waits for its runtime),
+/// and returns the result fields.
+fn close_on_pool<C: Send + 'static>((conns, fields): (Vec<C>, String)) -> Result<String, String> {
+    yieldloop::spawn_blocking(move || drop(conns))
+        .join()
+        .map_err(fail)?;
+    Ok(fields)
 }
 
 /// One round on the tokio runtime: an interval task beside a task per
@@ -211,11 +229,12 @@ where
             iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             iv.tick().await;
             let mut gaps = Vec::new();
-            let mut last = Instant::now();
+            let start = Instant::now();
+            let mut last = start;
             while !done.get() {
                 iv.tick().await;
                 let now = Instant::now();
-                gaps.push(now - last);
+                gaps.push((now - start, now - last));
                 last = now;
             }
             gaps
@@ -302,6 +321,7 @@ fn pg_native(a: &db::Args) -> Result<String, String> {
             c.execute(pg_sql().as_str(), &[]).map_err(fail)?;
             Ok(c)
         })
+        .map(|(_, fields)| fields)
     })
 }
 
@@ -318,6 +338,7 @@ fn pg_on_tokio(a: &db::Args) -> Result<String, String> {
                 Ok(c)
             })
         })
+        .map(|(_, fields)| fields)
     })
 }
 
@@ -336,6 +357,7 @@ fn pg_blocking(a: &db::Args) -> Result<String, String> {
             .join()
             .map_err(fail)?
         })
+        .and_then(close_on_pool)
     })
 }
 

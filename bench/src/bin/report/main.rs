@@ -26,9 +26,9 @@
 //!   or `scaling workers=.. clients=.. rep=.. ok=0 reason=..`.
 //! - `lateness.txt`: `lateness variant=normal|rt rep=.. ok=1 runtime=.. tasks=.. max_ms=.. p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. mean_us=.. early=.. max_early_us=..`,
 //!   or `lateness runtime=.. variant=.. rep=.. ok=0 status=.. reason=..`.
-//! - `db.txt`: `db kind=roundtrip rep=.. ok=1 db=redis|postgres route=native|on_tokio|blocking|tokio n=.. wall_us=.. cpu_us=.. user_us=.. sys_us=.. p50_us=.. p99_us=.. max_us=..`,
-//!   `db kind=ticker rep=.. ok=1 db=.. route=.. tasks=.. ticks=.. max_gap_ms=.. p99_gap_ms=.. p50_gap_ms=.. wait_min_ms=.. wait_max_ms=..`,
-//!   `db kind=.. db=.. route=.. rep=.. ok=0 status=.. reason=..`, or `db db=.. ok=0 skipped=1 reason=..`
+//! - `db.txt`: `db kind=roundtrip variant=normal rep=.. ok=1 db=redis|postgres route=native|on_tokio|blocking|tokio n=.. wall_us=.. cpu_us=.. user_us=.. sys_us=.. p50_us=.. p99_us=.. max_us=..`,
+//!   `db kind=ticker variant=normal|rt rep=.. ok=1 db=.. route=.. tasks=.. ticks=.. max_gap_ms=.. max_gap_end_ms=.. p99_gap_ms=.. p50_gap_ms=.. wait_min_ms=.. wait_max_ms=..`,
+//!   `db kind=.. db=.. route=.. variant=.. rep=.. ok=0 status=.. reason=..`, or `db db=.. ok=0 skipped=1 reason=..`
 //!   when that server is missing.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
