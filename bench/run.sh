@@ -52,6 +52,8 @@
 #   DB_TASKS [50]   tasks waiting on the database per ticker run
 #   DB_WAIT_MS [200]  how long each of them waits (BLPOP timeout, pg_sleep)
 #   DB_TIMEOUT [120]  seconds before a database run is killed and marked failed
+#   DB_TOKIO_WORKERS [""]  worker threads of on_tokio's shared runtime in the
+#                   db stage; empty: tokio's default, one per CPU
 #   STAGES ["handover lateness sleepers echo syscalls http scaling db"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
@@ -101,6 +103,7 @@ DB_WARMUP=${DB_WARMUP:-1000}
 DB_TASKS=${DB_TASKS:-50}
 DB_WAIT_MS=${DB_WAIT_MS:-200}
 DB_TIMEOUT=${DB_TIMEOUT:-120}
+DB_TOKIO_WORKERS=${DB_TOKIO_WORKERS:-}
 STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling db}
 RUNTIMES=${RUNTIMES:-all}
 OUT_MD=${OUT_MD:-docs/benchmarks.md}
@@ -261,6 +264,7 @@ fi
     echo "db_tasks=$DB_TASKS"
     echo "db_wait_ms=$DB_WAIT_MS"
     echo "db_timeout=$DB_TIMEOUT"
+    echo "db_tokio_workers=${DB_TOKIO_WORKERS:-default}"
     echo "build_s=$BUILD_S"
     echo "go=$GO_VERSION"
     echo "sleepers_ns=$SLEEPERS_NS"
@@ -319,10 +323,10 @@ cat >>"$RES/commands.txt" <<EOF
 # databases: a redis-server and a PostgreSQL of their own, kept while stdin is open
 bench/target/release/db_servers --redis --postgres <FIFO &
 # round trips (Redis GET, PostgreSQL SELECT 1), one connection, one query after another
-timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --route {native|on_tokio|blocking|tokio} --addr 127.0.0.1:PORT --n ${DB_N} --warmup ${DB_WARMUP}
+timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --route {native|on_tokio|blocking|tokio} --addr 127.0.0.1:PORT --n ${DB_N} --warmup ${DB_WARMUP}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
 # a 1 ms ticker beside tasks waiting on the database (BLPOP with a timeout, pg_sleep),
 # at normal priority and (where chrt works) under chrt -f 50
-timeout ${DB_TIMEOUT} [chrt -f 50] bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}
+timeout ${DB_TIMEOUT} [chrt -f 50] bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
 EOF
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
@@ -836,12 +840,13 @@ fi
 # lateness), with the server at $6 and the binary's own arguments after;
 # appends a result line (ok=1) or a failure line (ok=0).
 db_cell() {
-    local kind=$1 db=$2 route=$3 rep=$4 variant=$5 addr=$6 out err rc reason line prio=()
+    local kind=$1 db=$2 route=$3 rep=$4 variant=$5 addr=$6 out err rc reason line prio=() workers=()
     shift 6
+    [ -n "$DB_TOKIO_WORKERS" ] && workers=(--tokio-workers "$DB_TOKIO_WORKERS")
     out=$RES/cell.out
     err=$RES/cell.err
     [ "$variant" = rt ] && prio=(chrt -f 50)
-    timeout "$DB_TIMEOUT" "${prio[@]}" "$BIN/db_$kind" --db "$db" --route "$route" --addr "$addr" "$@" >"$out" 2>"$err"
+    timeout "$DB_TIMEOUT" "${prio[@]}" "$BIN/db_$kind" --db "$db" --route "$route" --addr "$addr" "${workers[@]}" "$@" >"$out" 2>"$err"
     rc=$?
     line=$(grep -m1 "^db_$kind " "$out")
     if [ $rc -eq 0 ] && [ -n "$line" ]; then

@@ -60,6 +60,9 @@ pub struct Args {
     pub warmup: u64,
     /// `db_ticker`: how long each task waits on the database (ms).
     pub wait_ms: u64,
+    /// Worker threads of the shared tokio runtime of `on_tokio` (tokio's
+    /// default, one per CPU, when not given).
+    pub tokio_workers: Option<usize>,
 }
 
 /// Parses the command line; prints `usage` and exits on anything unknown.
@@ -75,6 +78,7 @@ pub fn args(usage: &str) -> Args {
         n: 0,
         warmup: 0,
         wait_ms: 200,
+        tokio_workers: None,
     };
     let mut n = None;
     let mut it = std::env::args().skip(1);
@@ -102,6 +106,7 @@ pub fn args(usage: &str) -> Args {
             "--n" | "--tasks" => n = Some(int(&v)),
             "--warmup" => a.warmup = int(&v),
             "--wait-ms" => a.wait_ms = int(&v),
+            "--tokio-workers" => a.tokio_workers = Some(int(&v).max(1) as usize),
             _ => bad(),
         }
     }
@@ -109,6 +114,14 @@ pub fn args(usage: &str) -> Args {
         bad();
     }
     a.n = n.unwrap_or(0);
+    if let Some(workers) = a.tokio_workers {
+        if let Err(e) = yieldloop::tokio_runtime(|b| {
+            b.worker_threads(workers);
+        }) {
+            eprintln!("sizing the shared tokio runtime: {e}");
+            std::process::exit(1);
+        }
+    }
     a
 }
 

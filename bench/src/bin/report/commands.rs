@@ -45,6 +45,7 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
         ("DB_TASKS", "db_tasks"),
         ("DB_WAIT_MS", "db_wait_ms"),
         ("DB_TIMEOUT", "db_timeout"),
+        ("DB_TOKIO_WORKERS", "db_tokio_workers"),
         ("STAGES", "stages"),
         ("RUNTIMES", "runtimes"),
     ];

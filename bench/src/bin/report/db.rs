@@ -99,7 +99,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          sockets, in the task (`yieldloop_recipes::redis`, `yieldloop_recipes::postgres`). \
          **on_tokio**: redis's tokio client (`MultiplexedConnection`) and tokio-postgres's \
          own `connect`, each query one `yieldloop::on_tokio` call onto the shared \
-         multi-thread tokio runtime (one worker per CPU). **blocking**: the synchronous \
+         multi-thread tokio runtime ({}). **blocking**: the synchronous \
          clients (`redis::Connection`, the `postgres` crate), each query one \
          `yieldloop::spawn_blocking` call. **tokio**: the same tokio clients on a plain \
          tokio `current_thread` runtime, without yieldloop: the yardstick. \
@@ -107,6 +107,11 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          timeout within 10 ms (at its default 10 Hz, a 200 ms `BLPOP` returns after up to 300 ms).\n",
         m("db_redis"),
         m("db_postgres"),
+        match m("db_tokio_workers").as_str() {
+            "default" | "?" | "" => "tokio's default: one worker per CPU".to_string(),
+            "1" => "1 worker, `DB_TOKIO_WORKERS=1`".to_string(),
+            n => format!("{n} workers, `DB_TOKIO_WORKERS={n}`"),
+        },
     );
     for (db, _) in DBS {
         if let Some(why) = skipped(recs, db) {
