@@ -38,6 +38,9 @@ fn main() {
         }
     }
     let mut out = std::io::stdout();
+    // Both are started before anything is printed: if one fails to start
+    // (a panic, with the server's log), the other is stopped as the panic
+    // unwinds, and run.sh sees no address that has gone stale.
     // Redis checks the timeouts of blocked clients on its cron (10 Hz by
     // default), so a 0.2 s `BLPOP` would return after up to 0.3 s; at 100 Hz
     // it returns within 10 ms of its timeout.
@@ -46,6 +49,7 @@ fn main() {
     } else {
         None
     };
+    let pg = if want_pg { servers::postgres() } else { None };
     if want_redis {
         let line = match &redis {
             Some(s) => format!("server db=redis ok=1 addr={} pid={}", s.addr(), s.pid()),
@@ -53,7 +57,6 @@ fn main() {
         };
         let _ = writeln!(out, "{line}");
     }
-    let pg = if want_pg { servers::postgres() } else { None };
     if want_pg {
         let line = match &pg {
             Some(s) => format!("server db=postgres ok=1 addr={} pid={}", s.addr(), s.pid()),
