@@ -52,6 +52,9 @@ impl Route {
 pub struct Args {
     pub db: Db,
     pub route: Route,
+    /// The route as the command line named it: `on_tokio1` is the
+    /// on_tokio route with the shared runtime sized to one worker.
+    pub label: &'static str,
     /// The server, `HOST:PORT`.
     pub addr: String,
     /// `db_roundtrip`: measured queries. `db_ticker`: waiting tasks.
@@ -74,6 +77,7 @@ pub fn args(usage: &str) -> Args {
     let mut a = Args {
         db: Db::Redis,
         route: Route::Native,
+        label: "native",
         addr: String::new(),
         n: 0,
         warmup: 0,
@@ -94,11 +98,12 @@ pub fn args(usage: &str) -> Args {
                 }
             }
             "--route" => {
-                a.route = match v.as_str() {
-                    "native" => Route::Native,
-                    "on_tokio" => Route::OnTokio,
-                    "blocking" => Route::Blocking,
-                    "tokio" => Route::Tokio,
+                (a.route, a.label) = match v.as_str() {
+                    "native" => (Route::Native, "native"),
+                    "on_tokio" => (Route::OnTokio, "on_tokio"),
+                    "on_tokio1" => (Route::OnTokio, "on_tokio1"),
+                    "blocking" => (Route::Blocking, "blocking"),
+                    "tokio" => (Route::Tokio, "tokio"),
                     _ => bad(),
                 }
             }
@@ -114,6 +119,9 @@ pub fn args(usage: &str) -> Args {
         bad();
     }
     a.n = n.unwrap_or(0);
+    if a.label == "on_tokio1" {
+        a.tokio_workers = Some(1);
+    }
     if let Some(workers) = a.tokio_workers {
         if let Err(e) = yieldloop::tokio_runtime(|b| {
             b.worker_threads(workers);
