@@ -2,7 +2,8 @@
 # Builds the comparison benchmarks and yieldloop's echo_server and echo_load
 # examples (release), measures what the first touch of memory costs on this
 # machine, runs the benchmarks (hand-over micro-benchmarks, timer lateness,
-# sleepers, echo servers, HTTP servers, thread-per-core scaling), and writes docs/benchmarks.md
+# sleepers, echo servers, HTTP servers, thread-per-core scaling, database
+# round trips and a ticker beside database waits), and writes docs/benchmarks.md
 # and docs/src/img/sleepers.svg from the raw results in bench/results/.
 #
 # Go, the stackful peer, is built from bench/go (standard library only) with
@@ -46,7 +47,14 @@
 #   SCALE_REPS [5]  runs per thread-per-core scaling cell (client threads x workers)
 #   SCALE_SECS [4]  measured seconds per scaling run (the client is killed and the
 #                   run marked failed after SCALE_SECS + 30 s)
-#   STAGES ["handover lateness sleepers echo syscalls http scaling"]  the stages
+#   DB_REPS [3]     runs per database cell (db stage)
+#   DB_N [10000]    measured queries per round-trip run (after DB_WARMUP [1000])
+#   DB_TASKS [50]   tasks waiting on the database per ticker run
+#   DB_WAIT_MS [200]  how long each of them waits (BLPOP timeout, pg_sleep)
+#   DB_TIMEOUT [120]  seconds before a database run is killed and marked failed
+#   DB_TOKIO_WORKERS [""]  worker threads of on_tokio's shared runtime in the
+#                   db stage; empty: tokio's default, one per CPU
+#   STAGES ["handover lateness sleepers echo syscalls http scaling db"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
 #                   echo and syscalls stages, e.g. "yieldloop floor go"; names:
@@ -89,7 +97,14 @@ HTTP_WARMUP=${HTTP_WARMUP:-0.5}
 HTTP_LOADGEN=${HTTP_LOADGEN:-auto}
 SCALE_REPS=${SCALE_REPS:-5}
 SCALE_SECS=${SCALE_SECS:-4}
-STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling}
+DB_REPS=${DB_REPS:-3}
+DB_N=${DB_N:-10000}
+DB_WARMUP=${DB_WARMUP:-1000}
+DB_TASKS=${DB_TASKS:-50}
+DB_WAIT_MS=${DB_WAIT_MS:-200}
+DB_TIMEOUT=${DB_TIMEOUT:-120}
+DB_TOKIO_WORKERS=${DB_TOKIO_WORKERS:-}
+STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling db}
 RUNTIMES=${RUNTIMES:-all}
 OUT_MD=${OUT_MD:-docs/benchmarks.md}
 OUT_SVG=${OUT_SVG:-docs/src/img/sleepers.svg}
@@ -161,7 +176,7 @@ BUILD_S=$(elapsed)
 case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
 case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
 mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
-rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/scaling.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -243,6 +258,13 @@ fi
     echo "http_load_version=$HTTP_LOAD_VERSION"
     echo "scale_reps=$SCALE_REPS"
     echo "scale_secs=$SCALE_SECS"
+    echo "db_reps=$DB_REPS"
+    echo "db_n=$DB_N"
+    echo "db_warmup=$DB_WARMUP"
+    echo "db_tasks=$DB_TASKS"
+    echo "db_wait_ms=$DB_WAIT_MS"
+    echo "db_timeout=$DB_TIMEOUT"
+    echo "db_tokio_workers=${DB_TOKIO_WORKERS:-default}"
     echo "build_s=$BUILD_S"
     echo "go=$GO_VERSION"
     echo "sleepers_ns=$SLEEPERS_NS"
@@ -297,6 +319,15 @@ cat >>"$RES/commands.txt" <<EOF
 # over /proc/SERVER_PID/task/*/status right after the client exits
 target/release/examples/echo_server --addr 127.0.0.1:PORT --workers {1|2} --quiet &   # PORT below the ephemeral range
 timeout ${SCALE_TIMEOUT} target/release/examples/echo_load --addr 127.0.0.1:PORT --connections 64 --size 64 --duration ${SCALE_SECS} --threads {1|2} --server-pid SERVER_PID
+EOF
+cat >>"$RES/commands.txt" <<EOF
+# databases: a redis-server and a PostgreSQL of their own, kept while stdin is open
+bench/target/release/db_servers --redis --postgres <FIFO &
+# round trips (Redis GET, PostgreSQL SELECT 1), one connection, one query after another
+timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --route {native|on_tokio|on_tokio1|blocking|tokio} --addr 127.0.0.1:PORT --n ${DB_N} --warmup ${DB_WARMUP}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
+# a 1 ms ticker beside tasks waiting on the database (BLPOP with a timeout, pg_sleep),
+# at normal priority and (where chrt works) under chrt -f 50
+timeout ${DB_TIMEOUT} [chrt -f 50] bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|on_tokio1|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
 EOF
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
@@ -794,6 +825,108 @@ if want scaling; then
         done
     done
     rm -f "$RES/server.err" "$RES/client.err"
+fi
+
+# ---------------------------------------------------------------- db
+# Database round trips and the ticker beside database waits, against a
+# redis-server and a PostgreSQL of the stage's own (bench/src/bin/db_servers.rs
+# starts them the way the tests do: free ports on 127.0.0.1, temporary
+# directories, PostgreSQL as an unprivileged user; it stops them when its
+# stdin, a FIFO held open here, closes). A missing server skips its cells.
+# Nothing is pinned: the on_tokio route needs tokio's workers beside the
+# scheduler's thread, and the servers run beside the client.
+
+# One run of db_$1 (roundtrip or ticker) for database $2, route $3, rep $4,
+# at priority $5 (normal, or rt: under `chrt -f 50` as for the timer
+# lateness), with the server at $6 and the binary's own arguments after;
+# appends a result line (ok=1) or a failure line (ok=0).
+db_cell() {
+    local kind=$1 db=$2 route=$3 rep=$4 variant=$5 addr=$6 out err rc reason line prio=() workers=()
+    shift 6
+    [ -n "$DB_TOKIO_WORKERS" ] && workers=(--tokio-workers "$DB_TOKIO_WORKERS")
+    out=$RES/cell.out
+    err=$RES/cell.err
+    [ "$variant" = rt ] && prio=(chrt -f 50)
+    timeout "$DB_TIMEOUT" "${prio[@]}" "$BIN/db_$kind" --db "$db" --route "$route" --addr "$addr" "${workers[@]}" "$@" >"$out" 2>"$err"
+    rc=$?
+    line=$(grep -m1 "^db_$kind " "$out")
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+        echo "db kind=$kind variant=$variant rep=$rep ok=1 ${line#db_$kind }" >>"$RES/db.txt"
+        return 0
+    fi
+    case $rc in
+        124) reason="killed after ${DB_TIMEOUT} s (timeout)" ;;
+        *) reason=$(grep -v '^ *$' "$err" | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
+    esac
+    [ -n "$reason" ] || reason="exit status $rc"
+    echo "db kind=$kind db=$db route=$route variant=$variant rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/db.txt"
+    return 1
+}
+
+if want db; then
+    log "db: starting redis-server and PostgreSQL"
+    dbdir=$(mktemp -d)
+    mkfifo "$dbdir/in"
+    "$BIN/db_servers" --redis --postgres <"$dbdir/in" >"$dbdir/out" 2>"$RES/db_servers.err" &
+    dbpid=$!
+    exec {dbfd}>"$dbdir/in"
+    for _ in $(seq 1 1200); do
+        grep -q '^ready$' "$dbdir/out" && break
+        kill -0 "$dbpid" 2>/dev/null || break
+        sleep 0.1
+    done
+    declare -A DB_ADDR=()
+    for db in redis postgres; do
+        line=$(grep -m1 "^server db=$db " "$dbdir/out")
+        case $line in
+            *" ok=1 "*)
+                DB_ADDR[$db]=$(sed 's/.* addr=\([^ ]*\).*/\1/' <<<"$line")
+                log "db: $db on ${DB_ADDR[$db]}"
+                ;;
+            *" ok=0 "*)
+                log "db: $db skipped: ${line#* reason=}"
+                echo "db db=$db ok=0 skipped=1 reason=${line#* reason=}" >>"$RES/db.txt"
+                ;;
+            *)
+                why=$(grep -v '^ *$' "$RES/db_servers.err" | tail -n 1 | cut -c1-200)
+                log "db: $db did not start: $why"
+                echo "db db=$db ok=0 skipped=1 reason=did not start: ${why:-no answer from db_servers}" >>"$RES/db.txt"
+                ;;
+        esac
+    done
+    command -v redis-server >/dev/null &&
+        echo "db_redis=$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')" >>"$RES/meta.txt"
+    pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$pgbin" ] && echo "db_postgres=$("$pgbin/postgres" --version | sed 's/.*) //')" >>"$RES/meta.txt"
+    # The ticker also runs at realtime priority where chrt works (see the
+    # timer lateness), so that the machine's other load does not hide what
+    # the route itself does to the thread.
+    db_variants=normal
+    [ "$LATENESS_RT" = yes ] && db_variants="normal rt"
+    skip=" "
+    for rep in $(seq 1 "$DB_REPS"); do
+        for db in redis postgres; do
+            [ -n "${DB_ADDR[$db]:-}" ] || continue
+            for route in native on_tokio on_tokio1 blocking tokio; do
+                case $skip in *" roundtrip/$db/$route "*) continue ;; esac
+                log "db roundtrip $db $route run $rep/$DB_REPS"
+                db_cell roundtrip "$db" "$route" "$rep" normal "${DB_ADDR[$db]}" --n "$DB_N" --warmup "$DB_WARMUP" ||
+                    skip="${skip}roundtrip/$db/$route "
+            done
+            for variant in $db_variants; do
+                for route in native on_tokio on_tokio1 blocking tokio; do
+                    case $skip in *" ticker/$db/$route/$variant "*) continue ;; esac
+                    log "db ticker $db $route ($variant priority) run $rep/$DB_REPS"
+                    db_cell ticker "$db" "$route" "$rep" "$variant" "${DB_ADDR[$db]}" --tasks "$DB_TASKS" --wait-ms "$DB_WAIT_MS" ||
+                        skip="${skip}ticker/$db/$route/$variant "
+                done
+            done
+        done
+    done
+    exec {dbfd}>&-
+    wait "$dbpid" 2>/dev/null
+    rm -rf "$dbdir"
+    rm -f "$RES/cell.out" "$RES/cell.err"
 fi
 
 # ---------------------------------------------------------------- report

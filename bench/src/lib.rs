@@ -60,3 +60,6 @@ pub mod sleepers {
         (z ^ (z >> 31)) % 100
     }
 }
+
+/// What the database benchmarks (`db_roundtrip`, `db_ticker`) share.
+pub mod db;

@@ -39,6 +39,13 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
         ("HTTP_WARMUP", "http_warmup"),
         ("SCALE_REPS", "scale_reps"),
         ("SCALE_SECS", "scale_secs"),
+        ("DB_REPS", "db_reps"),
+        ("DB_N", "db_n"),
+        ("DB_WARMUP", "db_warmup"),
+        ("DB_TASKS", "db_tasks"),
+        ("DB_WAIT_MS", "db_wait_ms"),
+        ("DB_TIMEOUT", "db_timeout"),
+        ("DB_TOKIO_WORKERS", "db_tokio_workers"),
         ("STAGES", "stages"),
         ("RUNTIMES", "runtimes"),
     ];

@@ -26,17 +26,22 @@
 //!   or `scaling workers=.. clients=.. rep=.. ok=0 reason=..`.
 //! - `lateness.txt`: `lateness variant=normal|rt rep=.. ok=1 runtime=.. tasks=.. max_ms=.. p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. mean_us=.. early=.. max_early_us=..`,
 //!   or `lateness runtime=.. variant=.. rep=.. ok=0 status=.. reason=..`.
+//! - `db.txt`: `db kind=roundtrip variant=normal rep=.. ok=1 db=redis|postgres route=native|on_tokio|blocking|tokio n=.. wall_us=.. cpu_us=.. user_us=.. sys_us=.. p50_us=.. p99_us=.. max_us=..`,
+//!   `db kind=ticker variant=normal|rt rep=.. ok=1 db=.. route=.. tasks=.. ticks=.. max_gap_ms=.. max_gap_end_ms=.. p99_gap_ms=.. p50_gap_ms=.. wait_min_ms=.. wait_max_ms=..`,
+//!   `db kind=.. db=.. route=.. variant=.. rep=.. ok=0 status=.. reason=..`, or `db db=.. ok=0 skipped=1 reason=..`
+//!   when that server is missing.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
 //!
 //! One module per section of the document (`machine`, `targets`, `peers`
 //! for Go and the stackful floor, `sleepers`, `echo`, `http`, `scaling`,
-//! `handover`, `lateness`, `commands`), `svg` for the plot and `data` for
+//! `handover`, `lateness`, `db`, `commands`), `svg` for the plot and `data` for
 //! the records and number formats they share; `markdown` puts the sections
 //! in order.
 
 mod commands;
 mod data;
+mod db;
 mod echo;
 mod handover;
 mod http;
@@ -94,6 +99,7 @@ fn main() {
         handover: read_recs(&a.results.join("handover.txt")),
         lateness: read_recs(&a.results.join("lateness.txt")),
         syscalls: read_recs(&a.results.join("syscalls.txt")),
+        db: read_recs(&a.results.join("db.txt")),
     };
     sleepers::mark_cold(
         &mut recs.sleepers,
@@ -128,6 +134,7 @@ struct Results {
     pub handover: Vec<Rec>,
     pub lateness: Vec<Rec>,
     pub syscalls: Vec<Rec>,
+    pub db: Vec<Rec>,
 }
 
 /// `target` relative to `dir` when it lies below it (for the image link).
@@ -179,6 +186,7 @@ fn markdown(
     scaling::section(w, &recs.scaling, &|k| m(k).to_string());
     handover::section(w, &recs.handover, &|k| m(k).to_string());
     lateness::section(w, &recs.lateness, &|k| m(k).to_string());
+    db::section(w, &recs.db, &|k| m(k).to_string());
     commands::section(w, meta, commands);
     let _ = writeln!(w, "<!-- ANCHOR_END: after-plot -->");
     o

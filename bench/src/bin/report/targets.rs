@@ -125,5 +125,6 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
             t.max_ratio
         );
     }
+    crate::db::target_rows(w, &recs.db);
     let _ = writeln!(w);
 }

@@ -1,0 +1,376 @@
+//! The Databases section: Redis and PostgreSQL round trips from a task by
+//! each route, and a ticker's gaps while tasks wait on the database; and
+//! their rows of the Targets table.
+
+use std::fmt::Write as _;
+
+use crate::data::{cell, num, stat, Rec, Stat};
+
+/// The databases, as `db=` names them, with their titles.
+pub const DBS: [(&str, &str); 2] = [
+    ("redis", "Redis `GET`"),
+    ("postgres", "PostgreSQL `SELECT 1`"),
+];
+/// The databases' names in the ticker's table and targets.
+fn short(db: &str) -> &'static str {
+    match db {
+        "redis" => "Redis `BLPOP`",
+        _ => "PostgreSQL `pg_sleep`",
+    }
+}
+
+/// The routes, as `route=` names them, with what each is.
+pub const ROUTES: [(&str, &str); 5] = [
+    ("native", "native recipe, in the task"),
+    ("on_tokio", "tokio client through `on_tokio`"),
+    (
+        "on_tokio1",
+        "the same, `on_tokio`'s runtime sized to 1 worker",
+    ),
+    ("blocking", "sync client through `spawn_blocking`"),
+    ("tokio", "tokio client on plain tokio (yardstick)"),
+];
+/// The most an on_tokio hop may cost per query (µs of CPU).
+pub const HOP_LIMIT_US: f64 = 15.0;
+/// The longest gap the ticker may see (ms).
+pub const GAP_LIMIT_MS: f64 = 5.0;
+
+/// The ticker's priorities (`variant=`), with their titles.
+pub const VARIANTS: [(&str, &str); 2] = [("normal", "normal"), ("rt", "realtime (`chrt -f 50`)")];
+
+/// The successful records of one cell (at normal priority unless
+/// `variant` says otherwise), and the reason of its first failure.
+fn pick<'a>(
+    recs: &'a [Rec],
+    kind: &str,
+    db: &str,
+    route: &str,
+    variant: &str,
+) -> (Vec<&'a Rec>, Option<String>) {
+    let variant_of = |r: &Rec| match r.s("variant") {
+        "" => "normal".to_string(),
+        v => v.to_string(),
+    };
+    let mine: Vec<&Rec> = recs
+        .iter()
+        .filter(|r| {
+            r.s("kind") == kind
+                && r.s("db") == db
+                && r.s("route") == route
+                && variant_of(r) == variant
+        })
+        .collect();
+    let failure = mine
+        .iter()
+        .find(|r| !r.ok())
+        .map(|r| r.reason.clone().unwrap_or_else(|| "failed".into()));
+    (mine.into_iter().filter(|r| r.ok()).collect(), failure)
+}
+
+fn col(ok: &[&Rec], k: &str) -> Option<Stat> {
+    stat(ok.iter().map(|r| r.f(k)).collect())
+}
+
+/// The median of field `k` over the successful runs of a cell.
+fn med(recs: &[Rec], kind: &str, db: &str, route: &str, k: &str) -> Option<f64> {
+    col(&pick(recs, kind, db, route, "normal").0, k).map(|s| s.med)
+}
+
+/// What the on_tokio hop costs per query: the on_tokio route's median
+/// minus the plain tokio route's, for field `k`.
+fn hop(recs: &[Rec], db: &str, route: &str, k: &str) -> Option<f64> {
+    Some(med(recs, "roundtrip", db, route, k)? - med(recs, "roundtrip", db, "tokio", k)?)
+}
+
+/// Why a database was skipped, if it was.
+fn skipped(recs: &[Rec], db: &str) -> Option<String> {
+    recs.iter()
+        .find(|r| r.s("db") == db && r.s("skipped") == "1")
+        .map(|r| r.reason.clone().unwrap_or_else(|| "skipped".into()))
+}
+
+pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
+    let _ = writeln!(w, "## Databases from a task\n");
+    if !m("stages").split_whitespace().any(|s| s == "db") {
+        let _ = writeln!(w, "Not run in this run (stage `db`).\n");
+        return;
+    }
+    let _ = writeln!(
+        w,
+        "A task's routes to a database, against a redis-server ({}) and a \
+         PostgreSQL ({}) of the run's own, each on 127.0.0.1 beside the client \
+         (nothing pinned). **native**: the recipes' clients on yieldloop's own \
+         sockets, in the task (`yieldloop_recipes::redis`, `yieldloop_recipes::postgres`). \
+         **on_tokio**: redis's tokio client (`MultiplexedConnection`) and tokio-postgres's \
+         own `connect`, each query one `yieldloop::on_tokio` call onto the shared \
+         multi-thread tokio runtime ({}); **on_tokio1**: the same with that runtime \
+         sized to one worker (`yieldloop::tokio_runtime`), so that the client's \
+         connection task and the callers' futures share one tokio thread. **blocking**: the synchronous \
+         clients (`redis::Connection`, the `postgres` crate), each query one \
+         `yieldloop::spawn_blocking` call. **tokio**: the same tokio clients on a plain \
+         tokio `current_thread` runtime, without yieldloop: the yardstick. \
+         redis-server runs with `--hz 100`, so that it notices a blocked client's \
+         timeout within 10 ms (at its default 10 Hz, a 200 ms `BLPOP` returns after up to 300 ms).\n",
+        m("db_redis"),
+        m("db_postgres"),
+        match m("db_tokio_workers").as_str() {
+            "default" | "?" | "" => "tokio's default: one worker per CPU".to_string(),
+            "1" => "1 worker, `DB_TOKIO_WORKERS=1`".to_string(),
+            n => format!("{n} workers, `DB_TOKIO_WORKERS={n}`"),
+        },
+    );
+    for (db, _) in DBS {
+        if let Some(why) = skipped(recs, db) {
+            let _ = writeln!(w, "{db}: skipped, {why}.\n");
+        }
+    }
+
+    let _ = writeln!(
+        w,
+        "### Round trips: per query, median (min–max) over runs\n"
+    );
+    let _ = writeln!(
+        w,
+        "One connection, one query after another: Redis `GET` of a 16-byte value, \
+         PostgreSQL a `SELECT 1` prepared once. {} warm-up queries, then {} timed one by \
+         one; CPU is the client process's user + system time over the timed queries \
+         (`getrusage`, every thread: the scheduler, tokio's workers, the blocking pool), \
+         divided by their number. The servers' own CPU is not counted. {} runs per cell.\n",
+        m("db_warmup"),
+        m("db_n"),
+        m("db_reps"),
+    );
+    let _ = writeln!(
+        w,
+        "| database | route | wall (µs) | CPU (µs) | user (µs) | system (µs) | p50 (µs) | p99 (µs) | runs |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let mut notes = Vec::new();
+    for (db, title) in DBS {
+        if skipped(recs, db).is_some() {
+            continue;
+        }
+        for (route, what) in ROUTES {
+            let (ok, failure) = pick(recs, "roundtrip", db, route, "normal");
+            if let Some(f) = &failure {
+                notes.push(format!("{db} {route}: {f}"));
+            }
+            let c = |k| cell(col(&ok, k));
+            let _ = writeln!(
+                w,
+                "| {title} | {route}: {what} | {} | {} | {} | {} | {} | {} | {} |",
+                c("wall_us"),
+                c("cpu_us"),
+                c("user_us"),
+                c("sys_us"),
+                c("p50_us"),
+                c("p99_us"),
+                ok.len()
+            );
+        }
+    }
+    let _ = writeln!(w);
+    for (db, title) in DBS {
+        for route in ["on_tokio", "on_tokio1"] {
+            if let (Some(cpu), Some(wall)) = (
+                hop(recs, db, route, "cpu_us"),
+                hop(recs, db, route, "wall_us"),
+            ) {
+                let _ = writeln!(
+                    w,
+                    "{title}: the `{route}` hop ({route} minus plain tokio, medians) costs \
+                     {} µs of CPU and {} µs of wall time per query.\n",
+                    num(cpu),
+                    num(wall)
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        w,
+        "The hop includes what a multi-thread tokio runtime costs over a `current_thread` \
+         one: with several workers, the client's connection task and the caller's future \
+         may sit on different threads, and each query then wakes one more thread.\n"
+    );
+    for n in &notes {
+        let _ = writeln!(w, "- failed: {n}");
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(w);
+    }
+
+    let _ = writeln!(
+        w,
+        "### A 1 ms ticker while {} tasks wait on the database\n",
+        m("db_tasks")
+    );
+    let _ = writeln!(
+        w,
+        "{} tasks, each on a connection of its own, send at once one query that the \
+         server answers after {} ms: Redis `BLPOP` of an empty list with that timeout, \
+         PostgreSQL `SELECT pg_sleep(..)`. Beside them a ticker sleeps 1 ms in a loop \
+         (on the tokio route: a tokio task on `tokio::time::interval(1 ms)`, missed ticks \
+         delayed), and records the time between its wake-ups from just before the \
+         waits start until the last one is done. An untimed round of the same waits \
+         runs first. Gaps in ms, median (min–max) over {} runs; a route keeps the \
+         thread free when its longest gap stays within {} ms. On a shared machine \
+         other processes' load alone makes gaps of several ms, so the runs are also made \
+         at realtime priority (`chrt -f 50`, `SCHED_FIFO`, inherited by every thread of \
+         the process) where that works: {}. The servers share the cores with the \
+         client, and PostgreSQL runs a process per connection: when 50 of them wake at \
+         once, a client thread at normal priority waits its turn among them \
+         (`max_gap_end_ms` in the raw results says when the longest gap ended).\n",
+        m("db_tasks"),
+        m("db_wait_ms"),
+        m("db_reps"),
+        num(GAP_LIMIT_MS),
+        if m("lateness_rt") == "yes" {
+            "it did on this run".to_string()
+        } else {
+            format!("not on this run, {}", m("lateness_rt"))
+        },
+    );
+    let _ = writeln!(
+        w,
+        "| database | route | priority | longest gap | p99 gap | p50 gap | waits (ms) | runs |\n\
+         |---|---|---|---:|---:|---:|---:|---:|"
+    );
+    let mut notes = Vec::new();
+    for (db, _) in DBS {
+        if skipped(recs, db).is_some() {
+            continue;
+        }
+        let title = short(db);
+        for (variant, prio) in VARIANTS {
+            for (route, _) in ROUTES {
+                let (ok, failure) = pick(recs, "ticker", db, route, variant);
+                if variant != "normal" && ok.is_empty() && failure.is_none() {
+                    continue;
+                }
+                if let Some(f) = &failure {
+                    notes.push(format!("{db} {route} ({variant}): {f}"));
+                }
+                let waits = match (col(&ok, "wait_min_ms"), col(&ok, "wait_max_ms")) {
+                    (Some(lo), Some(hi)) => format!("{}–{}", num(lo.min), num(hi.max)),
+                    _ => "—".into(),
+                };
+                let c = |k| cell(col(&ok, k));
+                let _ = writeln!(
+                    w,
+                    "| {title} | {route} | {prio} | {} | {} | {} | {waits} | {} |",
+                    c("max_gap_ms"),
+                    c("p99_gap_ms"),
+                    c("p50_gap_ms"),
+                    ok.len()
+                );
+            }
+        }
+    }
+    let _ = writeln!(w);
+    for n in &notes {
+        let _ = writeln!(w, "- failed: {n}");
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(w);
+    }
+}
+
+/// One row of the Targets table (same columns: target, yieldloop's figure,
+/// yardstick, its figure, ratio, allowed, met).
+fn row(w: &mut String, what: &str, ours: Option<f64>, unit: &str, bound: Bound) {
+    let Some(ours) = ours else {
+        let (yard, allowed) = match bound {
+            Bound::Ratio(name, _, r) => (name.to_string(), format!("≤ {r:.2}")),
+            Bound::Limit(l) => ("fixed limit".into(), format!("≤ {} {unit}", num(l))),
+        };
+        let _ = writeln!(w, "| {what} | | {yard} | | | {allowed} | not measured |");
+        return;
+    };
+    match bound {
+        Bound::Ratio(name, Some(theirs), max) if theirs > 0.0 => {
+            let ratio = ours / theirs;
+            let met = if ratio <= max { "yes" } else { "no" };
+            let _ = writeln!(
+                w,
+                "| {what} | {} {unit} | {name} | {} {unit} | {ratio:.2} | ≤ {max:.2} | {met} |",
+                num(ours),
+                num(theirs)
+            );
+        }
+        Bound::Ratio(name, _, max) => {
+            let _ = writeln!(w, "| {what} | | {name} | | | ≤ {max:.2} | not measured |");
+        }
+        Bound::Limit(l) => {
+            let met = if ours <= l { "yes" } else { "no" };
+            let _ = writeln!(
+                w,
+                "| {what} | {} {unit} | fixed limit | | | ≤ {} {unit} | {met} |",
+                num(ours),
+                num(l)
+            );
+        }
+    }
+}
+
+/// What a target's figure is held to.
+enum Bound {
+    /// At most the yardstick's figure (named, if measured) times a ratio.
+    Ratio(&'static str, Option<f64>, f64),
+    /// At most a fixed amount.
+    Limit(f64),
+}
+
+/// The rows this section adds to the Targets table: per database, client
+/// CPU per query of the native route against tokio's own client, the
+/// on_tokio hop, and the ticker's longest gap on the worst route (at
+/// normal priority, like every other target).
+pub fn target_rows(w: &mut String, recs: &[Rec]) {
+    for (db, title) in DBS {
+        let cpu = |route| med(recs, "roundtrip", db, route, "cpu_us");
+        row(
+            w,
+            &format!("{title}: client CPU per query, native recipe"),
+            cpu("native"),
+            "µs",
+            Bound::Ratio("tokio's own client", cpu("tokio"), 1.0),
+        );
+        row(
+            w,
+            &format!("{title}: the `on_tokio` hop, CPU per query (on_tokio − tokio)"),
+            hop(recs, db, "on_tokio", "cpu_us"),
+            "µs",
+            Bound::Limit(HOP_LIMIT_US),
+        );
+        row(
+            w,
+            &format!(
+                "{title}: the `on_tokio` hop, its runtime sized to 1 worker (on_tokio1 − tokio)"
+            ),
+            hop(recs, db, "on_tokio1", "cpu_us"),
+            "µs",
+            Bound::Limit(HOP_LIMIT_US),
+        );
+        // The worst route's median; "not measured" unless every route ran.
+        let gaps: Vec<(&str, Option<f64>)> = ROUTES
+            .iter()
+            .map(|(route, _)| (*route, med(recs, "ticker", db, route, "max_gap_ms")))
+            .collect();
+        let worst = gaps
+            .iter()
+            .map(|(r, g)| g.map(|g| (*r, g)))
+            .collect::<Option<Vec<_>>>()
+            .and_then(|v| v.into_iter().max_by(|a, b| a.1.total_cmp(&b.1)));
+        let what = format!(
+            "{}: a 1 ms ticker's longest gap while tasks wait, every route{}",
+            short(db),
+            worst.map_or(String::new(), |(route, _)| format!(" (worst: {route})"))
+        );
+        row(
+            w,
+            &what,
+            worst.map(|(_, g)| g),
+            "ms",
+            Bound::Limit(GAP_LIMIT_MS),
+        );
+    }
+}
