@@ -9,6 +9,7 @@
 //! cargo run --release --example http_server   # HTTP/1.1 server on 127.0.0.1:8080
 //! cargo run --release --example http_get -- http://127.0.0.1:8080/ http://127.0.0.1:8080/sleep?ms=300
 //! cargo run --release --example redis_counter -- redis://127.0.0.1:6379/0   # needs a redis-server
+//! cargo run --release --example service -- --redis redis://127.0.0.1:6379/0 --postgres 'host=127.0.0.1 user=postgres'
 //! ```
 //!
 //! # Layout
@@ -23,6 +24,9 @@
 //! - [`redis`]: a Redis client for tasks: the `redis` crate's typed
 //!   commands and pipelines over yieldloop's `TcpStream`, with a per-worker
 //!   connection pool (`redis_counter` is its example program).
+//! - [`service`]: the handler of the `service` example, JSON endpoints
+//!   on [`serve_with`](http::serve_with) backed by Redis and PostgreSQL
+//!   through per-worker pools.
 //!
 //! # Examples
 //!
@@ -62,3 +66,4 @@
 
 pub mod http;
 pub mod redis;
+pub mod service;

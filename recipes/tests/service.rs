@@ -1,0 +1,245 @@
+//! The example service's handler (`yieldloop_recipes::service`) on
+//! `serve_with`, against a real redis-server and PostgreSQL started for
+//! each test, reached with a real HTTP client (ureq): every endpoint, the
+//! error statuses, and a database dying under the running service.
+//! Each test skips (with a message naming the package) when its servers are
+//! not installed.
+
+#[path = "../../tests/util/servers.rs"]
+mod servers;
+
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use yieldloop_recipes::http::{ServeConfig, Shutdown, Summary};
+use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
+use yieldloop_recipes::service::ServiceConfig;
+
+/// The most any one request or wait of these tests may take.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The service on two workers on a thread of the test; drained when dropped.
+struct Running {
+    addr: SocketAddr,
+    stop: Shutdown,
+    done: mpsc::Receiver<std::io::Result<Summary>>,
+}
+
+impl Running {
+    fn start(config: ServiceConfig) -> Running {
+        let server = ServeConfig::default()
+            .signals(false)
+            .bind("127.0.0.1:0", 2)
+            .unwrap();
+        let (addr, stop) = (server.local_addr(), server.shutdown_handle());
+        let (tx, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(server.run_with(move || {
+                let service = config.service();
+                move |req: &_| service.handle(req)
+            }));
+        });
+        Running { addr, stop, done }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Drains and waits (bounded) for the server to return.
+    fn drain(self) -> Summary {
+        self.stop.trigger();
+        self.done
+            .recv_timeout(TIMEOUT)
+            .expect("the service returns after a drain")
+            .expect("the service ran without error")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.trigger();
+    }
+}
+
+/// Redis options with short limits, so that a dead server fails fast.
+fn redis_config(addr: SocketAddr) -> PoolConfig {
+    PoolConfig::new(
+        ConnectOptions::new(addr.to_string())
+            .connect_timeout(Duration::from_secs(5))
+            .read_timeout(Duration::from_secs(5)),
+    )
+    .max_size(4)
+    .checkout_timeout(Some(Duration::from_secs(5)))
+}
+
+/// A ureq agent that hands back every status and gives up after TIMEOUT.
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(TIMEOUT))
+        .build()
+        .into()
+}
+
+/// An answer: its status, its `X-Cache` header, and its body as JSON.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    json: Value,
+}
+
+fn answer(resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Answer {
+    let mut resp = resp.expect("the service answers");
+    let status = resp.status().as_u16();
+    assert_eq!(
+        resp.headers()["content-type"],
+        "application/json",
+        "every answer is JSON"
+    );
+    let text = resp.body_mut().read_to_string().unwrap();
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+    Answer { status, json }
+}
+
+fn get(agent: &ureq::Agent, url: &str) -> Answer {
+    answer(agent.get(url).call())
+}
+
+fn post(agent: &ureq::Agent, url: &str, body: &str) -> Answer {
+    answer(
+        agent
+            .post(url)
+            .header("Content-Type", "application/json")
+            .send(body),
+    )
+}
+
+/// The error message of an error answer.
+fn error_of(a: &Answer) -> &str {
+    a.json["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an error answer has an \"error\" string: {a:?}"))
+}
+
+/// The counter: increments and reads, per key, from several client
+/// threads at once (both workers, each with its own pool).
+#[test]
+fn hits_count_per_key_across_workers() {
+    let Some(redis) = servers::redis() else {
+        return;
+    };
+    let service = Running::start(ServiceConfig::new(redis_config(redis.addr())));
+    let agent = agent();
+
+    let fresh = get(&agent, &service.url("/hits/never"));
+    assert_eq!(fresh.status, 200);
+    assert_eq!(fresh.json, json!({"key": "never", "hits": 0}));
+
+    // 4 threads x 25 increments of key "a", 1 thread x 10 of key "b.2".
+    let threads: Vec<_> = (0..5)
+        .map(|t| {
+            let (agent, url) = (
+                agent.clone(),
+                service.url(if t < 4 { "/hits/a" } else { "/hits/b.2" }),
+            );
+            std::thread::spawn(move || {
+                let n = if t < 4 { 25 } else { 10 };
+                let mut seen = Vec::new();
+                for _ in 0..n {
+                    let a = post(&agent, &url, "");
+                    assert_eq!(a.status, 200, "{a:?}");
+                    seen.push(a.json["hits"].as_i64().unwrap());
+                }
+                seen
+            })
+        })
+        .collect();
+    let mut seen_a = Vec::new();
+    for (t, th) in threads.into_iter().enumerate() {
+        let seen = th.join().unwrap();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+        if t < 4 {
+            seen_a.extend(seen);
+        }
+    }
+    // Every increment of "a" answered a different count: 1 to 100.
+    seen_a.sort_unstable();
+    assert_eq!(seen_a, (1..=100).collect::<Vec<i64>>());
+    assert_eq!(
+        get(&agent, &service.url("/hits/a")).json,
+        json!({"key": "a", "hits": 100})
+    );
+    assert_eq!(get(&agent, &service.url("/hits/b.2")).json["hits"], 10);
+    let summary = service.drain();
+    assert!(summary.requests >= 113, "{summary:?}");
+}
+
+/// Bad keys, unknown routes and wrong methods: 400, 404, 405, each with a
+/// JSON error; the health check answers.
+#[test]
+fn bad_requests_get_json_errors() {
+    let Some(redis) = servers::redis() else {
+        return;
+    };
+    let service = Running::start(ServiceConfig::new(redis_config(redis.addr())));
+    let agent = agent();
+
+    let health = get(&agent, &service.url("/health"));
+    assert_eq!((health.status, health.json), (200, json!({"status": "ok"})));
+
+    let long = format!("/hits/{}", "k".repeat(129));
+    for path in ["/hits/", "/hits/a%20b", "/hits/a/b", long.as_str()] {
+        let a = post(&agent, &service.url(path), "");
+        assert_eq!(a.status, 400, "{path}: {a:?}");
+        assert!(error_of(&a).contains("key"), "{a:?}");
+    }
+    let longest = format!("/hits/{}", "k".repeat(128));
+    assert_eq!(post(&agent, &service.url(&longest), "").status, 200);
+
+    for path in ["/", "/nothing", "/hits", "/health/more"] {
+        let a = get(&agent, &service.url(path));
+        assert_eq!(a.status, 404, "{path}: {a:?}");
+        error_of(&a);
+    }
+    let a = answer(agent.delete(&service.url("/hits/a")).call());
+    assert_eq!(a.status, 405, "{a:?}");
+    error_of(&a);
+    service.drain();
+}
+
+/// Redis killed under the running service: the counter's requests fail
+/// with 503 and a JSON error, each promptly, while the service stays up
+/// and the endpoints that need no Redis go on answering.
+#[test]
+fn redis_dying_fails_its_requests_with_503_and_the_service_goes_on() {
+    let Some(mut redis) = servers::redis() else {
+        return;
+    };
+    let service = Running::start(ServiceConfig::new(redis_config(redis.addr())));
+    let agent = agent();
+    // Warm both workers' pools: connections that will find Redis gone.
+    for _ in 0..20 {
+        assert_eq!(post(&agent, &service.url("/hits/k"), "").status, 200);
+    }
+    redis.kill();
+    for i in 0..20 {
+        let started = Instant::now();
+        let a = post(&agent, &service.url("/hits/k"), "");
+        assert_eq!(a.status, 503, "request {i} after the kill: {a:?}");
+        assert!(error_of(&a).contains("redis"), "{a:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "a request with Redis gone took {:?}",
+            started.elapsed()
+        );
+        let a = get(&agent, &service.url("/hits/k"));
+        assert_eq!(a.status, 503, "{a:?}");
+        let health = get(&agent, &service.url("/health"));
+        assert_eq!(health.status, 200, "{health:?}");
+    }
+    let summary = service.drain();
+    assert!(summary.requests >= 80, "{summary:?}");
+}
