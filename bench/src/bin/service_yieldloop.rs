@@ -1,0 +1,38 @@
+//! The example service (`yieldloop_recipes::service`) on one yieldloop
+//! worker: its Redis endpoints over the Redis recipe's per-worker pool.
+//! The benchmark loads `GET /hits/bench`, one Redis `GET` per request.
+//!
+//! ```text
+//! service_yieldloop --addr 127.0.0.1:PORT --redis 127.0.0.1:REDIS_PORT
+//! ```
+
+use std::time::Duration;
+
+use yieldloop_recipes::http::ServeConfig;
+use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
+use yieldloop_recipes::service::ServiceConfig;
+
+fn main() {
+    let (addr, redis) = yieldloop_bench::service_args("service_yieldloop");
+    // As many connections as the load has (64), so that no request waits
+    // for a checkout; the tokio peer multiplexes one connection instead.
+    let pool = PoolConfig::new(
+        ConnectOptions::new(redis)
+            .connect_timeout(Duration::from_secs(2))
+            .read_timeout(Duration::from_secs(5)),
+    )
+    .max_size(yieldloop_bench::SERVICE_REDIS_CONNS);
+    let config = ServiceConfig::new(pool);
+    // One worker: the benchmark compares one scheduler thread with one
+    // tokio current_thread runtime.
+    let served = ServeConfig::default().bind(addr.as_str(), 1).and_then(|s| {
+        s.run_with(move || {
+            let service = config.service();
+            move |req: &_| service.handle(req)
+        })
+    });
+    if let Err(e) = served {
+        eprintln!("service_yieldloop: {e}");
+        std::process::exit(1);
+    }
+}
