@@ -35,8 +35,8 @@
 use std::time::Duration;
 
 use yieldloop_recipes::http::serve_with;
-use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
-use yieldloop_recipes::service::ServiceConfig;
+use yieldloop_recipes::service::{create_schema, ServiceConfig};
+use yieldloop_recipes::{postgres, redis};
 
 /// The settings, from flags, the environment and defaults.
 struct Settings {
@@ -88,13 +88,13 @@ fn settings() -> Settings {
 
 fn main() {
     let s = settings();
-    let redis = match ConnectOptions::from_url(&s.redis) {
+    let redis = match redis::ConnectOptions::from_url(&s.redis) {
         Ok(options) => options,
         Err(e) => usage(&format!("bad Redis URL {:?}: {e}", s.redis)),
     };
     // Short limits: a database that hangs fails its requests with 503
     // within seconds instead of holding them.
-    let redis = PoolConfig::new(
+    let redis = redis::PoolConfig::new(
         redis
             .connect_timeout(Duration::from_secs(2))
             .read_timeout(Duration::from_secs(5))
@@ -102,7 +102,22 @@ fn main() {
     )
     .max_size(32)
     .checkout_timeout(Some(Duration::from_secs(5)));
-    let config = ServiceConfig::new(redis);
+    let pg: postgres::ConnectOptions = match s.postgres.parse() {
+        Ok(options) => options,
+        Err(e) => usage(&format!("bad PostgreSQL string {:?}: {e}", s.postgres)),
+    };
+    let pg = pg.connect_timeout(Duration::from_secs(2));
+    // The table, once, before the workers start.
+    let table = pg.clone();
+    let created = yieldloop::run(move || create_schema(&table));
+    if let Err(e) = created {
+        eprintln!("service: creating the users table: {e}");
+        std::process::exit(1);
+    }
+    let pg = postgres::PoolConfig::new(pg)
+        .max_size(16)
+        .checkout_timeout(Some(Duration::from_secs(5)));
+    let config = ServiceConfig::new(redis).postgres(pg);
     eprintln!(
         "service: listening on {} with {} workers (Redis {}, PostgreSQL {:?})",
         s.addr, s.workers, s.redis, s.postgres

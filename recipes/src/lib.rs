@@ -9,6 +9,7 @@
 //! cargo run --release --example http_server   # HTTP/1.1 server on 127.0.0.1:8080
 //! cargo run --release --example http_get -- http://127.0.0.1:8080/ http://127.0.0.1:8080/sleep?ms=300
 //! cargo run --release --example redis_counter -- redis://127.0.0.1:6379/0   # needs a redis-server
+//! cargo run --release --example pg_visits -- "host=127.0.0.1 user=postgres dbname=postgres"   # needs a PostgreSQL
 //! cargo run --release --example service -- --redis redis://127.0.0.1:6379/0 --postgres 'host=127.0.0.1 user=postgres'
 //! ```
 //!
@@ -24,6 +25,11 @@
 //! - [`redis`]: a Redis client for tasks: the `redis` crate's typed
 //!   commands and pipelines over yieldloop's `TcpStream`, with a per-worker
 //!   connection pool (`redis_counter` is its example program).
+//! - [`postgres`]: a PostgreSQL client for tasks: tokio-postgres on
+//!   yieldloop's reactor (`connect_raw` over yieldloop's `TcpStream`, its
+//!   connection future on [`yieldloop::spawn_future`]), blocking-style
+//!   calls, and a per-worker pool (`pg_visits` is its example program).
+//! - [`pool`]: the per-worker connection pool both clients use.
 //! - [`service`]: the handler of the `service` example, JSON endpoints
 //!   on [`serve_with`](http::serve_with) backed by Redis and PostgreSQL
 //!   through per-worker pools.
@@ -65,5 +71,7 @@
 //! ```
 
 pub mod http;
+pub mod pool;
+pub mod postgres;
 pub mod redis;
 pub mod service;

@@ -87,13 +87,8 @@
 //! The `redis_counter` example program runs a variant of this against a
 //! real server.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Write};
-use std::ops::{Deref, DerefMut};
-use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ::redis::{
@@ -101,7 +96,8 @@ use ::redis::{
     RedisError, RedisResult, Value,
 };
 use yieldloop::net::TcpStream;
-use yieldloop::sync::Semaphore;
+
+use crate::pool;
 
 // ---------------------------------------------------------------------------
 // Options
@@ -477,243 +473,49 @@ impl ConnectionLike for Connection {
 // Pool
 // ---------------------------------------------------------------------------
 
-/// How a pool is made: the connect options, the most connections it keeps
-/// open at once, and how long a checkout waits for one. `Send` and
-/// `Sync`: one configuration, shared by every worker, with
-/// [`pool`](Self::pool) giving each thread its own pool.
-#[derive(Clone, Debug)]
-pub struct PoolConfig {
-    connect: ConnectOptions,
-    max_size: usize,
-    checkout_timeout: Option<Duration>,
-    /// Clones share it, and so share each thread's pool.
-    id: u64,
-}
+/// How a pool of Redis connections is made: the connect options, the most
+/// connections it keeps open at once, and how long a checkout waits for
+/// one. `Send` and `Sync`: one configuration, shared by every worker, with
+/// [`pool`](crate::pool::PoolConfig::pool) giving each thread its own pool.
+/// See [`crate::pool`] for the pool itself.
+pub type PoolConfig = pool::PoolConfig<ConnectOptions>;
 
-impl PoolConfig {
-    /// A configuration with at most 16 connections per worker and a
-    /// checkout that waits up to 30 seconds.
-    pub fn new(connect: ConnectOptions) -> PoolConfig {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-        PoolConfig {
-            connect,
-            max_size: 16,
-            checkout_timeout: Some(Duration::from_secs(30)),
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        }
-    }
-
-    /// The most connections a pool keeps open (checked out and idle
-    /// together); at least 1.
-    pub fn max_size(mut self, max: usize) -> PoolConfig {
-        self.max_size = max.max(1);
-        self
-    }
-
-    /// How long a checkout waits when every connection is in use; `None`
-    /// waits as long as it takes.
-    pub fn checkout_timeout(mut self, limit: Option<Duration>) -> PoolConfig {
-        self.checkout_timeout = limit;
-        self
-    }
-
-    /// This thread's pool for this configuration (and its clones), made on
-    /// first use and kept for the thread's life.
-    pub fn pool(&self) -> Pool {
-        thread_local! {
-            static POOLS: RefCell<HashMap<u64, Pool>> = RefCell::new(HashMap::new());
-        }
-        POOLS.with(|pools| {
-            pools
-                .borrow_mut()
-                .entry(self.id)
-                .or_insert_with(|| Pool::new(self.clone()))
-                .clone()
-        })
-    }
-}
-
-/// A pool of connections for the tasks of one thread. Clones share it.
+/// A pool of Redis connections for the tasks of one thread. Clones share
+/// it.
 ///
-/// [`get`](Self::get) hands out an idle connection, or opens one while
-/// fewer than the maximum are open, or pauses the task until another task
-/// returns one. A connection goes back when its [`PooledConnection`] is
-/// dropped, unless it is broken: then it is closed and its place freed.
-#[derive(Clone)]
-pub struct Pool {
-    inner: Rc<PoolInner>,
-}
-
-struct PoolInner {
-    config: PoolConfig,
-    /// Idle connections, the most recently used last.
-    idle: RefCell<Vec<Connection>>,
-    /// One permit per checkout (a connection in use, or being opened).
-    permits: Semaphore,
-    /// Connections opened over the pool's life.
-    opened: Cell<u64>,
-    /// Broken connections dropped instead of returned.
-    discarded: Cell<u64>,
-}
-
-impl fmt::Debug for Pool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Pool")
-            .field("addr", &self.inner.config.connect.addr)
-            .field("max_size", &self.inner.config.max_size)
-            .field("idle", &self.idle())
-            .field("in_use", &self.in_use())
-            .finish()
-    }
-}
-
-impl Pool {
-    /// A pool of this thread's own (not the one [`PoolConfig::pool`]
-    /// shares).
-    pub fn new(config: PoolConfig) -> Pool {
-        Pool {
-            inner: Rc::new(PoolInner {
-                permits: Semaphore::new(config.max_size),
-                config,
-                idle: RefCell::new(Vec::new()),
-                opened: Cell::new(0),
-                discarded: Cell::new(0),
-            }),
-        }
-    }
-
-    /// Checks a connection out: an idle one, else a new one, else (at the
-    /// maximum) the next one returned, waiting up to the checkout timeout.
-    ///
-    /// # Errors
-    ///
-    /// An I/O error of kind `TimedOut` when the wait runs out; the connect's
-    /// error when a new connection fails (the place it took is freed).
-    ///
-    /// # Panics
-    ///
-    /// Outside a task.
-    pub fn get(&self) -> RedisResult<PooledConnection> {
-        let inner = &self.inner;
-        let waited = match inner.config.checkout_timeout {
-            Some(limit) => yieldloop::timeout(limit, || inner.permits.acquire().forget()),
-            None => {
-                inner.permits.acquire().forget();
-                Ok(())
-            }
-        };
-        if waited.is_err() {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "no pooled redis connection free within {:?} ({} in use)",
-                    inner.config.checkout_timeout.unwrap_or_default(),
-                    inner.config.max_size
-                ),
-            )
-            .into());
-        }
-        // From here the permit is ours: `Place` gives it back on every path
-        // that does not end in a checked-out connection.
-        let place = Place(Some(self.inner.clone()));
-        let idle = inner.idle.borrow_mut().pop();
-        let conn = match idle {
-            Some(conn) => conn,
-            None => {
-                let conn = Connection::connect(&inner.config.connect)?;
-                inner.opened.set(inner.opened.get() + 1);
-                conn
-            }
-        };
-        Ok(PooledConnection {
-            conn: Some(conn),
-            place,
-        })
-    }
-
-    /// Idle connections, ready for the next checkout.
-    pub fn idle(&self) -> usize {
-        self.inner.idle.borrow().len()
-    }
-
-    /// Connections checked out (or being opened) now.
-    pub fn in_use(&self) -> usize {
-        // Idle connections hold no permit: a permit is a checkout. Open
-        // connections still never pass the maximum, since a new one is
-        // opened only when none is idle.
-        self.inner.config.max_size - self.inner.permits.available_permits()
-    }
-
-    /// Connections this pool has opened over its life.
-    pub fn opened(&self) -> u64 {
-        self.inner.opened.get()
-    }
-
-    /// Broken connections it has closed instead of reusing.
-    pub fn discarded(&self) -> u64 {
-        self.inner.discarded.get()
-    }
-
-    /// The configuration it was made from.
-    pub fn config(&self) -> &PoolConfig {
-        &self.inner.config
-    }
-}
-
-/// A place in the pool: one permit, released on drop.
-struct Place(Option<Rc<PoolInner>>);
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        if let Some(inner) = self.0.take() {
-            inner.permits.release();
-        }
-    }
-}
+/// [`get`](crate::pool::Pool::get) hands out an idle connection, or opens
+/// one while fewer than the maximum are open, or pauses the task until
+/// another task returns one. A connection goes back when its
+/// [`PooledConnection`] is dropped, unless it is broken: then it is closed
+/// and its place freed.
+pub type Pool = pool::Pool<ConnectOptions>;
 
 /// A connection checked out of a [`Pool`]; it goes back when dropped,
 /// unless it is broken.
 ///
 /// It dereferences to [`Connection`], and the `redis` crate implements
 /// [`ConnectionLike`] for such wrappers, so `conn.get(..)` and
-/// `pipe.query(&mut conn)` both work.
-pub struct PooledConnection {
-    conn: Option<Connection>,
-    // Dropped after `conn` is dealt with (see `Drop`).
-    place: Place,
-}
+/// `pipe.query(&mut *conn)` both work.
+pub type PooledConnection = pool::Pooled<ConnectOptions>;
 
-impl fmt::Debug for PooledConnection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("PooledConnection").field(&self.conn).finish()
+/// The pool opens [`Connection`]s with these options.
+impl pool::Manage for ConnectOptions {
+    type Conn = Connection;
+    type Error = RedisError;
+
+    fn connect(&self) -> RedisResult<Connection> {
+        Connection::connect(self)
     }
-}
 
-impl Deref for PooledConnection {
-    type Target = Connection;
-
-    fn deref(&self) -> &Connection {
-        self.conn.as_ref().expect("present until drop")
+    fn is_broken(&self, conn: &Connection) -> bool {
+        conn.is_broken()
     }
-}
 
-impl DerefMut for PooledConnection {
-    fn deref_mut(&mut self) -> &mut Connection {
-        self.conn.as_mut().expect("present until drop")
-    }
-}
-
-impl Drop for PooledConnection {
-    fn drop(&mut self) {
-        let (Some(conn), Some(inner)) = (self.conn.take(), self.place.0.as_ref()) else {
-            return;
-        };
-        if conn.is_broken() {
-            inner.discarded.set(inner.discarded.get() + 1);
-            drop(conn);
-        } else {
-            inner.idle.borrow_mut().push(conn);
-        }
-        // `place` drops next and frees the permit, waking a waiting checkout.
+    fn checkout_timed_out(&self, waited: Duration, max_size: usize) -> RedisError {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no pooled redis connection free within {waited:?} ({max_size} in use)"),
+        )
+        .into()
     }
 }

@@ -17,7 +17,9 @@
 //! | `GET /users/{id}` | `200` and the user, from Redis when cached (`X-Cache: hit`), else from PostgreSQL and then cached (`X-Cache: miss`) |
 //!
 //! A key is 1 to 128 letters, digits, `-`, `_` or `.`; an id a positive
-//! integer.
+//! integer. Users live in the table [`SCHEMA`] creates
+//! ([`create_schema`]); without a PostgreSQL configuration
+//! ([`ServiceConfig::postgres`]) the user endpoints answer 503.
 //!
 //! # Errors
 //!
@@ -42,9 +44,35 @@ use std::time::Duration;
 
 use ::redis::Commands;
 use serde_json::{json, Value};
+use tokio_postgres::error::SqlState;
 
 use crate::http::{Request, Response};
+use crate::postgres::{self, Pool as PgPool, PoolConfig as PgPoolConfig};
 use crate::redis::{Pool as RedisPool, PoolConfig as RedisPoolConfig};
+
+/// The service's table, created when missing by [`create_schema`].
+pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS users (
+    id bigserial PRIMARY KEY,
+    name text NOT NULL,
+    email text NOT NULL UNIQUE
+)";
+
+/// The longest name or email `POST /users` takes, in characters.
+pub const MAX_FIELD: usize = 200;
+
+/// Creates the service's table when it is missing: once, before serving
+/// (two workers creating it at the same moment could collide).
+///
+/// # Errors
+///
+/// The connect's, or the server's for the statement.
+///
+/// # Panics
+///
+/// Outside a task.
+pub fn create_schema(opts: &postgres::ConnectOptions) -> Result<(), postgres::Error> {
+    postgres::PgClient::connect(opts)?.batch_execute(SCHEMA)
+}
 
 /// The longest key `/hits/{key}` takes.
 pub const MAX_KEY: usize = 128;
@@ -54,6 +82,7 @@ pub const MAX_KEY: usize = 128;
 #[derive(Clone, Debug)]
 pub struct ServiceConfig {
     redis: RedisPoolConfig,
+    postgres: Option<PgPoolConfig>,
     cache_ttl: Duration,
     prefix: String,
 }
@@ -64,9 +93,16 @@ impl ServiceConfig {
     pub fn new(redis: RedisPoolConfig) -> ServiceConfig {
         ServiceConfig {
             redis,
+            postgres: None,
             cache_ttl: Duration::from_secs(60),
             prefix: "service:".into(),
         }
+    }
+
+    /// Where the users are: without it, the user endpoints answer 503.
+    pub fn postgres(mut self, postgres: PgPoolConfig) -> ServiceConfig {
+        self.postgres = Some(postgres);
+        self
     }
 
     /// How long a user stays in the Redis cache (whole seconds, at least 1).
@@ -88,6 +124,8 @@ impl ServiceConfig {
     pub fn service(&self) -> Service {
         Service {
             redis: self.redis.pool(),
+            postgres: self.postgres.as_ref().map(PgPoolConfig::pool),
+            cache_ttl_s: self.cache_ttl.as_secs(),
             prefix: self.prefix.clone(),
         }
     }
@@ -97,6 +135,8 @@ impl ServiceConfig {
 #[derive(Debug)]
 pub struct Service {
     redis: RedisPool,
+    postgres: Option<PgPool>,
+    cache_ttl_s: u64,
     prefix: String,
 }
 
@@ -105,6 +145,7 @@ pub struct Service {
 enum Failure {
     BadRequest(String),
     NotFound(String),
+    Conflict(String),
     /// A database failed: (which, what it said).
     Unavailable(&'static str, String),
 }
@@ -112,7 +153,7 @@ enum Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::BadRequest(m) | Failure::NotFound(m) => f.write_str(m),
+            Failure::BadRequest(m) | Failure::NotFound(m) | Failure::Conflict(m) => f.write_str(m),
             Failure::Unavailable(what, m) => write!(f, "{what} unavailable: {m}"),
         }
     }
@@ -124,11 +165,18 @@ impl From<::redis::RedisError> for Failure {
     }
 }
 
+impl From<postgres::Error> for Failure {
+    fn from(e: postgres::Error) -> Failure {
+        Failure::Unavailable("postgres", e.to_string())
+    }
+}
+
 impl Failure {
     fn response(&self) -> Response {
         let status = match self {
             Failure::BadRequest(_) => 400,
             Failure::NotFound(_) => 404,
+            Failure::Conflict(_) => 409,
             Failure::Unavailable(..) => 503,
         };
         json_response(status, &json!({ "error": self.to_string() }))
@@ -163,6 +211,10 @@ impl Service {
             ("hits", Some(key), "POST") => self.hit(key),
             ("hits", Some(key), "GET" | "HEAD") => self.hits(key),
             ("hits", Some(_), _) => return not_allowed("GET, HEAD, POST"),
+            ("users", None, "POST") => self.create_user(req.body()),
+            ("users", None, _) => return not_allowed("POST"),
+            ("users", Some(id), "GET" | "HEAD") => self.user(id),
+            ("users", Some(_), _) => return not_allowed("GET, HEAD"),
             _ => Err(Failure::NotFound(format!("no route for {}", req.path()))),
         };
         result.unwrap_or_else(|f| f.response())
@@ -198,5 +250,96 @@ impl Service {
             200,
             &json!({ "key": key, "hits": hits.unwrap_or(0) }),
         ))
+    }
+
+    /// This worker's PostgreSQL pool, if the service has one.
+    fn postgres(&self) -> Result<&PgPool, Failure> {
+        self.postgres.as_ref().ok_or(Failure::Unavailable(
+            "postgres",
+            "no PostgreSQL configured".into(),
+        ))
+    }
+
+    /// `POST /users`: a new user from `{"name":..,"email":..}`.
+    fn create_user(&self, body: &[u8]) -> Result<Response, Failure> {
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| Failure::BadRequest(format!("the body is not JSON: {e}")))?;
+        let field = |name: &str| -> Result<&str, Failure> {
+            match value.get(name).and_then(Value::as_str) {
+                Some(v) if !v.trim().is_empty() && v.chars().count() <= MAX_FIELD => Ok(v),
+                _ => Err(Failure::BadRequest(format!(
+                    "a user needs a \"{name}\": a string of 1 to {MAX_FIELD} characters"
+                ))),
+            }
+        };
+        let (name, email) = (field("name")?, field("email")?);
+        if !email.contains('@') {
+            return Err(Failure::BadRequest("an email has an '@'".into()));
+        }
+        let inserted = self.postgres()?.get()?.query_one(
+            "INSERT INTO users (name, email) VALUES ($1, $2) RETURNING id",
+            &[&name, &email],
+        );
+        let id: i64 = match inserted {
+            Ok(row) => row.get(0),
+            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                return Err(Failure::Conflict(format!(
+                    "a user with email {email:?} exists already"
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let user = json!({ "id": id, "name": name, "email": email });
+        Ok(json_response(201, &user).header("Location", format!("/users/{id}")))
+    }
+
+    /// `GET /users/{id}`: from the cache, else from PostgreSQL (and then
+    /// into the cache). A cache that fails is passed by, not an error.
+    fn user(&self, id: &str) -> Result<Response, Failure> {
+        // Digits only: `parse` would also take a leading `+`.
+        let id = match id.parse::<i64>() {
+            Ok(n) if n > 0 && id.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => return Err(Failure::BadRequest("an id is a positive integer".into())),
+        };
+        let cache_key = format!("{}user:{id}", self.prefix);
+        let cached: Result<Option<String>, _> =
+            self.redis.get().and_then(|mut c| c.get(&cache_key));
+        if let Ok(Some(text)) = &cached {
+            return Ok(Response::new(200)
+                .header("Content-Type", "application/json")
+                .header("X-Cache", "hit")
+                .body(text.clone()));
+        }
+        let row = self
+            .postgres()?
+            .get()?
+            .query_opt("SELECT id, name, email FROM users WHERE id = $1", &[&id])?;
+        let Some(row) = row else {
+            return Err(Failure::NotFound(format!("no user {id}")));
+        };
+        let user = json!({
+            "id": row.get::<_, i64>(0),
+            "name": row.get::<_, String>(1),
+            "email": row.get::<_, String>(2),
+        });
+        let mut text = user.to_string();
+        text.push('\n');
+        let cache = if cached.is_ok() {
+            let stored: Result<(), _> = self
+                .redis
+                .get()
+                .and_then(|mut c| c.set_ex(&cache_key, &text, self.cache_ttl_s));
+            if stored.is_ok() {
+                "miss"
+            } else {
+                "off"
+            }
+        } else {
+            "off"
+        };
+        Ok(Response::new(200)
+            .header("Content-Type", "application/json")
+            .header("X-Cache", cache)
+            .body(text))
     }
 }

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use yieldloop_recipes::http::{ServeConfig, Shutdown, Summary};
+use yieldloop_recipes::postgres;
 use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
-use yieldloop_recipes::service::ServiceConfig;
+use yieldloop_recipes::service::{create_schema, ServiceConfig};
 
 /// The most any one request or wait of these tests may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -75,6 +76,29 @@ fn redis_config(addr: SocketAddr) -> PoolConfig {
     .checkout_timeout(Some(Duration::from_secs(5)))
 }
 
+/// PostgreSQL options for the test's server, its table created.
+fn pg_config(server: &servers::PgServer) -> postgres::PoolConfig {
+    let mut opts = postgres::ConnectOptions::new(server.addr().to_string())
+        .user(server.user())
+        .dbname(server.dbname())
+        .connect_timeout(Duration::from_secs(10));
+    if let Some(password) = server.password() {
+        opts = opts.password(password);
+    }
+    let table = opts.clone();
+    yieldloop::run(move || create_schema(&table)).expect("creating the users table");
+    postgres::PoolConfig::new(opts)
+        .max_size(4)
+        .checkout_timeout(Some(Duration::from_secs(5)))
+}
+
+/// Both servers, or `None` (after the harness said which is missing).
+fn both() -> Option<(servers::RedisServer, servers::PgServer)> {
+    let redis = servers::redis()?;
+    let pg = servers::postgres()?;
+    Some((redis, pg))
+}
+
 /// A ureq agent that hands back every status and gives up after TIMEOUT.
 fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
@@ -88,6 +112,7 @@ fn agent() -> ureq::Agent {
 #[derive(Debug)]
 struct Answer {
     status: u16,
+    cache: Option<String>,
     json: Value,
 }
 
@@ -99,9 +124,17 @@ fn answer(resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Answer
         "application/json",
         "every answer is JSON"
     );
+    let cache = resp
+        .headers()
+        .get("x-cache")
+        .map(|v| v.to_str().unwrap().to_string());
     let text = resp.body_mut().read_to_string().unwrap();
     let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
-    Answer { status, json }
+    Answer {
+        status,
+        cache,
+        json,
+    }
 }
 
 fn get(agent: &ureq::Agent, url: &str) -> Answer {
@@ -242,4 +275,192 @@ fn redis_dying_fails_its_requests_with_503_and_the_service_goes_on() {
     }
     let summary = service.drain();
     assert!(summary.requests >= 80, "{summary:?}");
+}
+
+/// Users: created from JSON into PostgreSQL, read back through the Redis
+/// cache (a miss, then hits), with 400, 404, 405 and 409 for what is wrong.
+#[test]
+fn users_are_created_and_read_through_the_cache() {
+    let Some((redis, pg)) = both() else {
+        return;
+    };
+    let config = ServiceConfig::new(redis_config(redis.addr())).postgres(pg_config(&pg));
+    let service = Running::start(config);
+    let agent = agent();
+
+    let mut resp = agent
+        .post(&service.url("/users"))
+        .send(r#"{"name": "Ada Lovelace", "email": "ada@example.com"}"#)
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let location = resp.headers()["location"].to_str().unwrap().to_string();
+    let created: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+    let id = created["id"].as_i64().expect("the new user has an id");
+    assert_eq!(location, format!("/users/{id}"));
+    assert_eq!(
+        created,
+        json!({"id": id, "name": "Ada Lovelace", "email": "ada@example.com"})
+    );
+    let other = post(
+        &agent,
+        &service.url("/users"),
+        r#"{"name": "Grace", "email": "grace@example.com", "extra": [1, 2]}"#,
+    );
+    assert_eq!(other.status, 201, "{other:?}");
+    assert_ne!(other.json["id"], id);
+
+    let first = get(&agent, &service.url(&location));
+    assert_eq!(
+        (first.status, first.cache.as_deref()),
+        (200, Some("miss")),
+        "{first:?}"
+    );
+    assert_eq!(first.json, created);
+    for _ in 0..3 {
+        let again = get(&agent, &service.url(&location));
+        assert_eq!(
+            (again.status, again.cache.as_deref()),
+            (200, Some("hit")),
+            "{again:?}"
+        );
+        assert_eq!(again.json, created);
+    }
+
+    let dup = post(
+        &agent,
+        &service.url("/users"),
+        r#"{"name": "Someone else", "email": "ada@example.com"}"#,
+    );
+    assert_eq!(dup.status, 409, "{dup:?}");
+    assert!(error_of(&dup).contains("exists"), "{dup:?}");
+
+    let too_long = format!(r#"{{"name": "{}", "email": "a@b"}}"#, "n".repeat(201));
+    for body in [
+        "",
+        "{",
+        "not json",
+        "[1, 2]",
+        r#"{"name": "Nobody"}"#,
+        r#"{"name": 7, "email": "x@y"}"#,
+        r#"{"name": " ", "email": "x@y"}"#,
+        r#"{"name": "No at", "email": "nowhere"}"#,
+        too_long.as_str(),
+    ] {
+        let a = post(&agent, &service.url("/users"), body);
+        assert_eq!(a.status, 400, "{body:?}: {a:?}");
+        error_of(&a);
+    }
+    for path in [
+        "/users/0",
+        "/users/-1",
+        "/users/+1",
+        "/users/abc",
+        "/users/1.5",
+    ] {
+        let a = get(&agent, &service.url(path));
+        assert_eq!(a.status, 400, "{path}: {a:?}");
+    }
+    let missing = get(&agent, &service.url("/users/999999"));
+    assert_eq!(missing.status, 404, "{missing:?}");
+    assert!(error_of(&missing).contains("999999"));
+    assert_eq!(get(&agent, &service.url("/users")).status, 405);
+    assert_eq!(
+        answer(agent.delete(&service.url(&location)).call()).status,
+        405
+    );
+    service.drain();
+}
+
+/// PostgreSQL killed under the running service: the user endpoints answer
+/// 503 with a JSON error, each promptly; cached users are still served
+/// from Redis, and the counter goes on.
+#[test]
+fn postgres_dying_fails_its_requests_with_503_and_the_service_goes_on() {
+    let Some((redis, mut pg)) = both() else {
+        return;
+    };
+    let config = ServiceConfig::new(redis_config(redis.addr())).postgres(pg_config(&pg));
+    let service = Running::start(config);
+    let agent = agent();
+    let cached = post(
+        &agent,
+        &service.url("/users"),
+        r#"{"name": "Cached", "email": "cached@example.com"}"#,
+    );
+    assert_eq!(cached.status, 201, "{cached:?}");
+    let cached_url = service.url(&format!("/users/{}", cached.json["id"]));
+    assert_eq!(get(&agent, &cached_url).cache.as_deref(), Some("miss"));
+    let uncached = post(
+        &agent,
+        &service.url("/users"),
+        r#"{"name": "Uncached", "email": "uncached@example.com"}"#,
+    );
+    let uncached_url = service.url(&format!("/users/{}", uncached.json["id"]));
+
+    pg.kill();
+    for i in 0..10 {
+        let started = Instant::now();
+        let a = get(&agent, &uncached_url);
+        assert_eq!(a.status, 503, "read {i} after the kill: {a:?}");
+        assert!(error_of(&a).contains("postgres"), "{a:?}");
+        let a = post(
+            &agent,
+            &service.url("/users"),
+            &format!(r#"{{"name": "Late", "email": "late{i}@example.com"}}"#),
+        );
+        assert_eq!(a.status, 503, "insert {i} after the kill: {a:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "two requests with PostgreSQL gone took {:?}",
+            started.elapsed()
+        );
+        let hit = get(&agent, &cached_url);
+        assert_eq!(
+            (hit.status, hit.cache.as_deref()),
+            (200, Some("hit")),
+            "{hit:?}"
+        );
+        let a = post(&agent, &service.url("/hits/still"), "");
+        assert_eq!(a.json["hits"], i + 1, "{a:?}");
+    }
+    service.drain();
+}
+
+/// With Redis killed, users still come from PostgreSQL, past the cache
+/// (`X-Cache: off`), while the counter answers 503.
+#[test]
+fn users_are_served_past_a_dead_cache() {
+    let Some((mut redis, pg)) = both() else {
+        return;
+    };
+    let config = ServiceConfig::new(redis_config(redis.addr())).postgres(pg_config(&pg));
+    let service = Running::start(config);
+    let agent = agent();
+    let user = post(
+        &agent,
+        &service.url("/users"),
+        r#"{"name": "Kept", "email": "kept@example.com"}"#,
+    );
+    assert_eq!(user.status, 201, "{user:?}");
+    let url = service.url(&format!("/users/{}", user.json["id"]));
+    assert_eq!(get(&agent, &url).cache.as_deref(), Some("miss"));
+    assert_eq!(get(&agent, &url).cache.as_deref(), Some("hit"));
+    redis.kill();
+    for i in 0..10 {
+        let a = get(&agent, &url);
+        assert_eq!(
+            (a.status, a.cache.as_deref()),
+            (200, Some("off")),
+            "read {i}: {a:?}"
+        );
+        assert_eq!(a.json, user.json);
+        assert_eq!(post(&agent, &service.url("/hits/k"), "").status, 503);
+    }
+    let late = post(
+        &agent,
+        &service.url("/users"),
+        r#"{"name": "Late", "email": "late@example.com"}"#,
+    );
+    assert_eq!(late.status, 201, "{late:?}");
+    service.drain();
 }

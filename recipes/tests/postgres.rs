@@ -1,0 +1,697 @@
+//! The PostgreSQL recipe against a real server (a cluster of the test's
+//! own, started on a free port; the tests skip, naming the package to
+//! install, where PostgreSQL is missing): typed round trips, prepared
+//! statements and transactions, no tokio runtime anywhere, the pool, slow
+//! queries that pause only their task, and the faults.
+
+#[path = "../../tests/util/servers.rs"]
+mod servers;
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio_postgres::error::SqlState;
+use yieldloop::JoinHandle;
+use yieldloop_recipes::postgres::{ConnectOptions, Error, PgClient, Pool, PoolConfig};
+
+/// Bounds the connect so that a hang fails the test instead of stalling the
+/// suite.
+const CONNECT_LIMIT: Duration = Duration::from_secs(20);
+
+fn opts(server: &servers::PgServer) -> ConnectOptions {
+    let mut opts = ConnectOptions::new(server.addr().to_string())
+        .user(server.user())
+        .dbname(server.dbname())
+        .connect_timeout(CONNECT_LIMIT);
+    if let Some(password) = server.password() {
+        opts = opts.password(password);
+    }
+    opts
+}
+
+/// A task that sleeps 1 ms at a time until `stop` is set (or 30 s pass),
+/// and returns how many times it ticked and its longest gap between ticks.
+fn ticker(stop: Rc<Cell<bool>>) -> JoinHandle<(u32, Duration)> {
+    yieldloop::spawn(move || {
+        let start = Instant::now();
+        let (mut ticks, mut longest) = (0u32, Duration::ZERO);
+        let mut last = Instant::now();
+        while !stop.get() && start.elapsed() < Duration::from_secs(30) {
+            yieldloop::sleep(Duration::from_millis(1));
+            let now = Instant::now();
+            longest = longest.max(now - last);
+            last = now;
+            ticks += 1;
+        }
+        (ticks, longest)
+    })
+}
+
+/// The names of this process's threads, from `/proc` (Linux).
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                .map(|s| s.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn typed_values_round_trip_with_prepared_statements() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || -> Result<(), Error> {
+        let client = PgClient::connect(&opts)?;
+        client.batch_execute(
+            "CREATE TEMP TABLE things (
+                id serial PRIMARY KEY,
+                small smallint, big bigint, ratio float8, flag bool,
+                name text, blob bytea, at timestamptz, naive timestamp
+            )",
+        )?;
+        let insert = client.prepare(
+            "INSERT INTO things (small, big, ratio, flag, name, blob, at, naive)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        )?;
+        // Whole microseconds: PostgreSQL keeps no finer.
+        let micros = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_micros() as u64;
+        let at = UNIX_EPOCH + Duration::from_micros(micros);
+        let blob: Vec<u8> = (0..=255u8).chain([0, 0, 255]).collect();
+        let name = "héllo, wörld ✓".to_string();
+        let full: i32 = client
+            .query_one(
+                &insert,
+                &[
+                    &-7i16,
+                    &(i64::MAX - 1),
+                    &0.125f64,
+                    &true,
+                    &name,
+                    &blob,
+                    &at,
+                    &at,
+                ],
+            )?
+            .get(0);
+        let none: (Option<i16>, Option<i64>, Option<f64>, Option<bool>) = (None, None, None, None);
+        let (no_text, no_blob, no_time): (Option<&str>, Option<&[u8]>, Option<SystemTime>) =
+            (None, None, None);
+        let empty: i32 = client
+            .query_one(
+                &insert,
+                &[
+                    &none.0, &none.1, &none.2, &none.3, &no_text, &no_blob, &no_time, &no_time,
+                ],
+            )?
+            .get(0);
+
+        let select = client.prepare(
+            "SELECT small, big, ratio, flag, name, blob, at, naive FROM things WHERE id = $1",
+        )?;
+        let row = client.query_one(&select, &[&full])?;
+        assert_eq!(row.get::<_, i16>("small"), -7);
+        assert_eq!(row.get::<_, i64>("big"), i64::MAX - 1);
+        assert_eq!(row.get::<_, f64>("ratio"), 0.125);
+        assert!(row.get::<_, bool>("flag"));
+        assert_eq!(row.get::<_, String>("name"), name);
+        assert_eq!(row.get::<_, Vec<u8>>("blob"), blob);
+        assert_eq!(row.get::<_, SystemTime>("at"), at);
+        assert_eq!(row.get::<_, SystemTime>("naive"), at);
+
+        let row = client.query_one(&select, &[&empty])?;
+        for col in 0..row.len() {
+            let is_null = match col {
+                0 => row.get::<_, Option<i16>>(col).is_none(),
+                1 => row.get::<_, Option<i64>>(col).is_none(),
+                2 => row.get::<_, Option<f64>>(col).is_none(),
+                3 => row.get::<_, Option<bool>>(col).is_none(),
+                4 => row.get::<_, Option<String>>(col).is_none(),
+                5 => row.get::<_, Option<Vec<u8>>>(col).is_none(),
+                _ => row.get::<_, Option<SystemTime>>(col).is_none(),
+            };
+            assert!(is_null, "column {col} is not NULL");
+        }
+
+        // The server computes on what was sent: the values arrived typed.
+        let row = client.query_one(
+            "SELECT $1::int8 + 1, length($2::bytea), upper($3::text), $4::int4 IS NULL",
+            &[&41i64, &blob, &"abc", &None::<i32>],
+        )?;
+        assert_eq!(row.get::<_, i64>(0), 42);
+        assert_eq!(row.get::<_, i32>(1), blob.len() as i32);
+        assert_eq!(row.get::<_, String>(2), "ABC");
+        assert!(row.get::<_, bool>(3));
+
+        assert_eq!(
+            client.execute("UPDATE things SET flag = false WHERE flag IS NULL", &[])?,
+            1
+        );
+        assert_eq!(client.query("SELECT id FROM things", &[])?.len(), 2);
+        assert!(client
+            .query_opt("SELECT id FROM things WHERE id = $1", &[&-1i32])?
+            .is_none());
+        assert!(!client.is_broken());
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn transactions_commit_on_ok_and_roll_back_on_err() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || -> Result<(), Error> {
+        let client = PgClient::connect(&opts)?;
+        client.batch_execute("CREATE TEMP TABLE t (n int UNIQUE)")?;
+        client.transaction(|tx| {
+            tx.execute("INSERT INTO t VALUES (1)", &[])?;
+            tx.execute("INSERT INTO t VALUES (2)", &[])?;
+            Ok::<_, Error>(())
+        })?;
+        let failed = client.transaction(|tx| {
+            tx.execute("INSERT INTO t VALUES (3)", &[])?;
+            // A unique violation: the whole transaction rolls back.
+            tx.execute("INSERT INTO t VALUES (1)", &[])?;
+            Ok::<_, Error>(())
+        });
+        assert_eq!(
+            failed.unwrap_err().code(),
+            Some(&SqlState::UNIQUE_VIOLATION)
+        );
+        let rows: Vec<i32> = client
+            .query("SELECT n FROM t ORDER BY n", &[])?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(rows, [1, 2]);
+        assert!(!client.is_broken());
+
+        // A transaction whose closure unwinds leaves the client broken, so
+        // that no one reuses a session inside an open transaction.
+        let unwound = yieldloop::timeout(Duration::from_millis(50), || {
+            client.transaction(|tx| {
+                tx.execute("INSERT INTO t VALUES (9)", &[])?;
+                yieldloop::sleep(Duration::from_secs(10));
+                Ok::<_, Error>(())
+            })
+        });
+        assert!(unwound.is_err());
+        assert!(client.is_broken());
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn queries_run_on_yieldloop_with_no_tokio_runtime() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || -> Result<(), Error> {
+        let pool = Pool::new(PoolConfig::new(opts).max_size(2));
+        let tasks: Vec<_> = (0..4)
+            .map(|n| {
+                let pool = pool.clone();
+                yieldloop::spawn(move || -> Result<i32, Error> {
+                    let client = pool.get()?;
+                    // Inside a task, during a query's life: no tokio
+                    // context is entered anywhere.
+                    assert!(tokio::runtime::Handle::try_current().is_err());
+                    let row = client.query_one("SELECT $1::int4 * 10, pg_sleep(0.05)", &[&n])?;
+                    assert!(tokio::runtime::Handle::try_current().is_err());
+                    Ok(row.get(0))
+                })
+            })
+            .collect();
+        let got: Vec<i32> = tasks
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect::<Result<_, _>>()?;
+        assert_eq!(got, [0, 10, 20, 30]);
+        assert!(pool.opened() <= 2);
+        // And no tokio runtime's threads were started by any of it.
+        let names = thread_names();
+        assert!(!names.is_empty(), "/proc/self/task unreadable");
+        assert!(
+            !names.iter().any(|n| n.starts_with("tokio")),
+            "tokio threads: {names:?}"
+        );
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn fifty_slow_queries_pause_only_their_tasks() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || {
+        let pool = Pool::new(PoolConfig::new(opts).max_size(50));
+        let stop = Rc::new(Cell::new(false));
+        let ticks = ticker(stop.clone());
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..50)
+            .map(|_| {
+                let pool = pool.clone();
+                yieldloop::spawn(move || -> Result<(), Error> {
+                    pool.get()?.execute("SELECT pg_sleep(0.2)", &[])?;
+                    Ok(())
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.join().unwrap().unwrap();
+        }
+        let took = start.elapsed();
+        stop.set(true);
+        let (count, longest) = ticks.join().unwrap();
+        // One after another they would take 10 s.
+        assert!(took < Duration::from_secs(8), "50 sleeps took {took:?}");
+        assert!(count >= 50, "ticker ticked {count} times");
+        assert!(
+            longest < Duration::from_millis(50),
+            "ticker's longest gap: {longest:?}"
+        );
+        assert_eq!(pool.discarded(), 0);
+        assert_eq!(pool.in_use(), 0);
+    });
+}
+
+#[test]
+fn a_checkout_waits_for_a_free_connection_and_times_out() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || -> Result<(), Error> {
+        let pool = Pool::new(
+            PoolConfig::new(opts)
+                .max_size(1)
+                .checkout_timeout(Some(Duration::from_millis(200))),
+        );
+        let held = pool.get()?;
+        let start = Instant::now();
+        let err = pool.get().unwrap_err();
+        let waited = start.elapsed();
+        assert!(err.is_timeout(), "{err}");
+        assert!(
+            waited >= Duration::from_millis(150) && waited < Duration::from_secs(5),
+            "waited {waited:?}"
+        );
+
+        // Given back 50 ms later by another task: the waiting checkout gets it.
+        let giver = yieldloop::spawn(move || {
+            yieldloop::sleep(Duration::from_millis(50));
+            drop(held);
+        });
+        let client = pool.get()?;
+        assert_eq!(client.query_one("SELECT 1", &[])?.get::<_, i32>(0), 1);
+        giver.join().unwrap();
+        assert_eq!(pool.opened(), 1);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_query_error_is_the_callers_and_the_connection_goes_on() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || -> Result<(), Error> {
+        let pool = Pool::new(PoolConfig::new(opts).max_size(1));
+        let client = pool.get()?;
+        client.batch_execute("CREATE TEMP TABLE u (n int PRIMARY KEY)")?;
+
+        let err = client.query("SELEKT 1", &[]).unwrap_err();
+        assert_eq!(err.code(), Some(&SqlState::SYNTAX_ERROR), "{err}");
+        assert!(err.to_string().contains("syntax error"), "{err}");
+        assert!(!err.is_connection_lost());
+
+        client.execute("INSERT INTO u VALUES (1)", &[])?;
+        let err = client
+            .execute("INSERT INTO u VALUES ($1)", &[&1i32])
+            .unwrap_err();
+        assert_eq!(err.code(), Some(&SqlState::UNIQUE_VIOLATION), "{err}");
+        let err = client.batch_execute("SELECT 1/0").unwrap_err();
+        assert_eq!(err.code(), Some(&SqlState::DIVISION_BY_ZERO), "{err}");
+        // A wrong Rust type for a parameter fails before anything is sent.
+        assert!(client.query("SELECT $1::int4", &[&"text"]).is_err());
+
+        assert!(!client.is_broken());
+        assert_eq!(
+            client
+                .query_one("SELECT count(*) FROM u", &[])?
+                .get::<_, i64>(0),
+            1
+        );
+        drop(client);
+        // Back in the pool, and reused (the temp table is still there).
+        assert_eq!(pool.idle(), 1);
+        let client = pool.get()?;
+        assert_eq!(
+            client
+                .query_one("SELECT count(*) FROM u", &[])?
+                .get::<_, i64>(0),
+            1
+        );
+        assert_eq!((pool.opened(), pool.discarded()), (1, 0));
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_refused_or_silent_server_is_a_clear_error() {
+    // A port nobody listens on: bound, then closed.
+    let refused: SocketAddr = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap()
+    };
+    // A listener that never answers the start-up message.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    yieldloop::run(move || {
+        let opts = ConnectOptions::new(refused.to_string()).user("postgres");
+        let err = PgClient::connect(&opts).unwrap_err();
+        match &err {
+            Error::Connect(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused),
+            other => panic!("expected a refused connect, got {other:?}"),
+        }
+        assert!(err.to_string().contains("cannot connect"), "{err}");
+
+        let pool = Pool::new(PoolConfig::new(opts));
+        assert!(matches!(pool.get().unwrap_err(), Error::Connect(_)));
+        assert_eq!(pool.in_use(), 0, "the failed connect kept its place");
+
+        let opts = ConnectOptions::new(silent_addr.to_string())
+            .user("postgres")
+            .connect_timeout(Duration::from_millis(200));
+        let start = Instant::now();
+        let err = PgClient::connect(&opts).unwrap_err();
+        let took = start.elapsed();
+        assert!(err.is_timeout(), "{err}");
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+    });
+    drop(silent);
+}
+
+#[test]
+fn a_wrong_password_is_refused_and_the_right_one_logs_in() {
+    let Some(server) = servers::postgres_with_password("s3cret") else {
+        return;
+    };
+    let good = opts(&server);
+    let bad = opts(&server).password("wrong");
+    yieldloop::run(move || -> Result<(), Error> {
+        let err = PgClient::connect(&bad).unwrap_err();
+        assert_eq!(err.code(), Some(&SqlState::INVALID_PASSWORD), "{err}");
+        let client = PgClient::connect(&good)?;
+        assert_eq!(client.query_one("SELECT 1", &[])?.get::<_, i32>(0), 1);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_terminated_backend_fails_its_query_and_the_pool_drops_it() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || -> Result<(), Error> {
+        let pool = Pool::new(PoolConfig::new(opts).max_size(4));
+        let stop = Rc::new(Cell::new(false));
+        let ticks = ticker(stop.clone());
+        let victim_pid = Rc::new(Cell::new(0i32));
+        let victim = {
+            let (pool, pid) = (pool.clone(), victim_pid.clone());
+            yieldloop::spawn(move || -> Result<(), Error> {
+                let client = pool.get()?;
+                pid.set(client.query_one("SELECT pg_backend_pid()", &[])?.get(0));
+                client.execute("SELECT pg_sleep(20)", &[])?;
+                Ok(())
+            })
+        };
+        // Another task keeps querying on its own connection throughout.
+        let bystander = {
+            let pool = pool.clone();
+            yieldloop::spawn(move || -> Result<u32, Error> {
+                let client = pool.get()?;
+                let mut n = 0;
+                for _ in 0..20 {
+                    client.execute("SELECT pg_sleep(0.01)", &[])?;
+                    n += 1;
+                }
+                Ok(n)
+            })
+        };
+        for _ in 0..1000 {
+            if victim_pid.get() != 0 {
+                break;
+            }
+            yieldloop::sleep(Duration::from_millis(5));
+        }
+        assert_ne!(victim_pid.get(), 0, "the victim never connected");
+        yieldloop::sleep(Duration::from_millis(100));
+
+        let start = Instant::now();
+        let admin = pool.get()?;
+        let killed: bool = admin
+            .query_one("SELECT pg_terminate_backend($1)", &[&victim_pid.get()])?
+            .get(0);
+        assert!(killed);
+        drop(admin);
+        let err = victim.join().unwrap().unwrap_err();
+        let noticed = start.elapsed();
+        assert!(err.is_connection_lost(), "{err}");
+        assert!(
+            noticed < Duration::from_secs(5),
+            "noticed after {noticed:?}"
+        );
+        assert_eq!(bystander.join().unwrap()?, 20);
+
+        assert_eq!(
+            pool.discarded(),
+            1,
+            "the terminated connection was returned"
+        );
+        assert_eq!(pool.in_use(), 0);
+        // The pool goes on with healthy connections.
+        let client = pool.get()?;
+        assert_eq!(client.query_one("SELECT 2", &[])?.get::<_, i32>(0), 2);
+        drop(client);
+
+        stop.set(true);
+        let (count, longest) = ticks.join().unwrap();
+        assert!(count >= 20, "ticker ticked {count} times");
+        assert!(
+            longest < Duration::from_millis(100),
+            "longest gap: {longest:?}"
+        );
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn the_server_stopping_mid_query_fails_it_and_the_pool_drops_it() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || {
+        let pool = Pool::new(PoolConfig::new(opts).max_size(4));
+        let stop = Rc::new(Cell::new(false));
+        let ticks = ticker(stop.clone());
+        // One idle connection, and one in a long query.
+        drop(pool.get().unwrap());
+        let slow = {
+            let pool = pool.clone();
+            yieldloop::spawn(move || -> Result<(), Error> {
+                let client = pool.get()?;
+                let other = pool.get()?;
+                drop(other);
+                client.execute("SELECT pg_sleep(20)", &[])?;
+                Ok(())
+            })
+        };
+        yieldloop::sleep(Duration::from_millis(200));
+        assert_eq!(pool.in_use(), 1);
+
+        // The stop waits for the server's exit: on the blocking pool, so
+        // that this thread's tasks go on meanwhile.
+        let start = Instant::now();
+        let stopper = yieldloop::spawn_blocking(move || {
+            let mut server = server;
+            server.stop();
+            server
+        });
+        let err = slow.join().unwrap().unwrap_err();
+        let noticed = start.elapsed();
+        assert!(err.is_connection_lost(), "{err}");
+        assert!(
+            noticed < Duration::from_secs(10),
+            "noticed after {noticed:?}"
+        );
+        assert_eq!(pool.discarded(), 1, "the broken connection was returned");
+        let server = stopper.join().unwrap();
+
+        // The idle one died with the server: the checkout drops it instead
+        // of handing it out, and the new connect is refused.
+        yieldloop::sleep(Duration::from_millis(50));
+        let err = pool.get().unwrap_err();
+        assert!(matches!(err, Error::Connect(_)), "{err}");
+        assert_eq!(pool.discarded(), 2);
+        assert_eq!(pool.in_use(), 0);
+
+        stop.set(true);
+        let (count, longest) = ticks.join().unwrap();
+        assert!(count >= 20, "ticker ticked {count} times");
+        assert!(
+            longest < Duration::from_millis(100),
+            "longest gap: {longest:?}"
+        );
+        drop(server);
+    });
+}
+
+#[test]
+fn a_timeout_around_a_slow_query_ends_it_on_time_and_cancels_it_on_the_server() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || -> Result<(), Error> {
+        let pool = Pool::new(PoolConfig::new(opts.clone()).max_size(2));
+        let watcher = PgClient::connect(&opts)?;
+        let sleeping = || -> Result<i64, Error> {
+            Ok(watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity
+                     WHERE state = 'active' AND query = 'SELECT pg_sleep(5)'",
+                    &[],
+                )?
+                .get(0))
+        };
+
+        for checkout_inside in [false, true] {
+            let discarded = pool.discarded();
+            let start = Instant::now();
+            let result = if checkout_inside {
+                // The unwind drops the pooled client inside the timeout.
+                yieldloop::timeout(Duration::from_millis(100), || {
+                    pool.get()?.execute("SELECT pg_sleep(5)", &[])
+                })
+            } else {
+                let client = pool.get()?;
+                let result = yieldloop::timeout(Duration::from_millis(100), || {
+                    client.execute("SELECT pg_sleep(5)", &[])
+                });
+                assert!(client.is_broken());
+                let err = client.query("SELECT 1", &[]).unwrap_err();
+                assert!(matches!(err, Error::Unusable(_)), "{err}");
+                result
+            };
+            let took = start.elapsed();
+            assert!(result.is_err(), "the 5 s query finished inside 100 ms");
+            assert!(took < Duration::from_secs(2), "the timeout took {took:?}");
+            assert_eq!(
+                pool.discarded(),
+                discarded + 1,
+                "the interrupted client was kept"
+            );
+
+            // The server stops the abandoned sleep well before its 5 s.
+            let since = Instant::now();
+            while sleeping()? > 0 && since.elapsed() < Duration::from_secs(10) {
+                yieldloop::sleep(Duration::from_millis(20));
+            }
+            let gone = since.elapsed();
+            assert_eq!(sleeping()?, 0);
+            assert!(
+                gone < Duration::from_secs(3),
+                "the query ran on for {gone:?}"
+            );
+        }
+
+        // Fresh connections from then on.
+        let client = pool.get()?;
+        assert_eq!(client.query_one("SELECT 3", &[])?.get::<_, i32>(0), 3);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_running_query_can_be_cancelled_from_another_task() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || -> Result<(), Error> {
+        let client = Rc::new(PgClient::connect(&opts)?);
+        let slow = {
+            let client = client.clone();
+            yieldloop::spawn(move || client.execute("SELECT pg_sleep(5)", &[]))
+        };
+        yieldloop::sleep(Duration::from_millis(200));
+        let start = Instant::now();
+        client.cancel_query()?;
+        let err = slow.join().unwrap().unwrap_err();
+        assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(3));
+        // A cancelled query is an ordinary error: the client goes on.
+        assert!(!client.is_broken());
+        assert_eq!(client.query_one("SELECT 4", &[])?.get::<_, i32>(0), 4);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_query_left_running_when_run_ends_is_torn_down_cleanly() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    let watch = opts.clone();
+    let start = Instant::now();
+    yieldloop::run(move || {
+        // Left running: `run` cancels the task when the main task returns,
+        // unwinding it out of the query.
+        yieldloop::spawn(move || {
+            let client = PgClient::connect(&opts).unwrap();
+            client.execute("SELECT pg_sleep(5)", &[])
+        });
+        yieldloop::sleep(Duration::from_millis(300));
+    });
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "run took {:?}",
+        start.elapsed()
+    );
+    // The thread can run again, and the server is fine.
+    yieldloop::run(move || -> Result<(), Error> {
+        let client = PgClient::connect(&watch)?;
+        assert_eq!(client.query_one("SELECT 5", &[])?.get::<_, i32>(0), 5);
+        Ok(())
+    })
+    .unwrap();
+}
