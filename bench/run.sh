@@ -47,8 +47,8 @@
 #   SCALE_REPS [5]  runs per thread-per-core scaling cell (client threads x workers)
 #   SCALE_SECS [4]  measured seconds per scaling run (the client is killed and the
 #                   run marked failed after SCALE_SECS + 30 s)
-#   SERVICE_REPS [3]  runs per service cell (the example service's Redis endpoint,
-#                   yieldloop vs tokio), HTTP_SECS measured seconds each, with
+#   SERVICE_REPS [3]  runs per service cell (the example service's Redis endpoint:
+#                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
 #                   (apt-get install redis-server), else the stage is skipped
 #   STAGES ["handover lateness sleepers echo syscalls http scaling service"]  the stages
@@ -300,12 +300,14 @@ else
 fi
 cat >>"$RES/commands.txt" <<EOF
 # the example service's Redis endpoint (GET /hits/bench, one Redis GET per
-# request) on one thread: yieldloop_recipes::service on one worker with a pool
-# of up to 64 Redis connections, or hyper on tokio current_thread with redis's
-# MultiplexedConnection; one redis-server for the stage (pinned with the
-# client), a fresh service per run, CPU of the service and of Redis as for HTTP
+# request) on one thread: yieldloop_recipes::service on one worker with one
+# multiplexed Redis connection (or, with --pool, a pool of up to 64), or hyper on
+# tokio current_thread with redis's MultiplexedConnection; one redis-server for
+# the stage (pinned with the client), a fresh service per run, CPU of the
+# service and of Redis as for HTTP
 ${PIN_CLIENT:+$PIN_CLIENT }redis-server --port RPORT --bind 127.0.0.1 --save '' --appendonly no &
 ${PIN_SERVER:+$PIN_SERVER }bench/target/release/service_{yieldloop|tokio} --addr 127.0.0.1:PORT --redis 127.0.0.1:RPORT &
+${PIN_SERVER:+$PIN_SERVER }bench/target/release/service_yieldloop --pool --addr 127.0.0.1:PORT --redis 127.0.0.1:RPORT &
 EOF
 if [ "$HTTP_LOAD" = wrk ]; then
     echo "${PIN_CLIENT:+$PIN_CLIENT }wrk -t1 -c 64 -d ${HTTP_SECS}s --latency http://127.0.0.1:PORT/hits/bench" >>"$RES/commands.txt"
@@ -758,9 +760,14 @@ if want service; then
         echo "service ok=0 skipped=1 reason=$why" >>"$RES/service.txt"
     else
         for rep in $(seq 1 "$SERVICE_REPS"); do
-            for server in yieldloop tokio; do
+            for server in yieldloop tokio yieldloop-pool; do
                 what="service server=$server conns=64 rep=$rep load=$HTTP_LOAD"
-                if ! start_server "service_$server" --redis "127.0.0.1:$rport"; then
+                case $server in
+                    yieldloop-pool) bin=service_yieldloop pool=--pool ;;
+                    *) bin=service_$server pool="" ;;
+                esac
+                # shellcheck disable=SC2086
+                if ! start_server "$bin" --redis "127.0.0.1:$rport" $pool; then
                     echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/service.txt"
                     continue
                 fi

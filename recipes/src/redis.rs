@@ -99,6 +99,9 @@ use yieldloop::net::TcpStream;
 
 use crate::pool;
 
+mod multiplexed;
+pub use multiplexed::Multiplexed;
+
 // ---------------------------------------------------------------------------
 // Options
 // ---------------------------------------------------------------------------

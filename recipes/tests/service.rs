@@ -158,13 +158,21 @@ fn error_of(a: &Answer) -> &str {
 }
 
 /// The counter: increments and reads, per key, from several client
-/// threads at once (both workers, each with its own pool).
+/// threads at once (both workers, each with its own pool, or its own
+/// multiplexed connection).
 #[test]
 fn hits_count_per_key_across_workers() {
+    for multiplexed in [false, true] {
+        hits_count(multiplexed);
+    }
+}
+
+fn hits_count(multiplexed: bool) {
     let Some(redis) = servers::redis() else {
         return;
     };
-    let service = Running::start(ServiceConfig::new(redis_config(redis.addr())));
+    let config = ServiceConfig::new(redis_config(redis.addr())).multiplexed(multiplexed);
+    let service = Running::start(config);
     let agent = agent();
 
     let fresh = get(&agent, &service.url("/hits/never"));
@@ -248,10 +256,17 @@ fn bad_requests_get_json_errors() {
 /// and the endpoints that need no Redis go on answering.
 #[test]
 fn redis_dying_fails_its_requests_with_503_and_the_service_goes_on() {
+    for multiplexed in [false, true] {
+        redis_dying(multiplexed);
+    }
+}
+
+fn redis_dying(multiplexed: bool) {
     let Some(mut redis) = servers::redis() else {
         return;
     };
-    let service = Running::start(ServiceConfig::new(redis_config(redis.addr())));
+    let config = ServiceConfig::new(redis_config(redis.addr())).multiplexed(multiplexed);
+    let service = Running::start(config);
     let agent = agent();
     // Warm both workers' pools: connections that will find Redis gone.
     for _ in 0..20 {
@@ -261,7 +276,10 @@ fn redis_dying_fails_its_requests_with_503_and_the_service_goes_on() {
     for i in 0..20 {
         let started = Instant::now();
         let a = post(&agent, &service.url("/hits/k"), "");
-        assert_eq!(a.status, 503, "request {i} after the kill: {a:?}");
+        assert_eq!(
+            a.status, 503,
+            "request {i} after the kill ({multiplexed}): {a:?}"
+        );
         assert!(error_of(&a).contains("redis"), "{a:?}");
         assert!(
             started.elapsed() < Duration::from_secs(10),
@@ -427,13 +445,15 @@ fn postgres_dying_fails_its_requests_with_503_and_the_service_goes_on() {
 }
 
 /// With Redis killed, users still come from PostgreSQL, past the cache
-/// (`X-Cache: off`), while the counter answers 503.
+/// (`X-Cache: off`), while the counter answers 503 (Redis multiplexed).
 #[test]
 fn users_are_served_past_a_dead_cache() {
     let Some((mut redis, pg)) = both() else {
         return;
     };
-    let config = ServiceConfig::new(redis_config(redis.addr())).postgres(pg_config(&pg));
+    let config = ServiceConfig::new(redis_config(redis.addr()))
+        .postgres(pg_config(&pg))
+        .multiplexed(true);
     let service = Running::start(config);
     let agent = agent();
     let user = post(

@@ -27,7 +27,11 @@ use serde_json::{json, Value};
 const PREFIX: &str = "service:";
 
 fn main() {
-    let (addr, redis) = yieldloop_bench::service_args("service_tokio");
+    let (addr, redis, pool) = yieldloop_bench::service_args("service_tokio");
+    if pool {
+        eprintln!("service_tokio: --pool is service_yieldloop's");
+        std::process::exit(2);
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,9 +1,11 @@
 //! The example service (`yieldloop_recipes::service`) on one yieldloop
-//! worker: its Redis endpoints over the Redis recipe's per-worker pool.
-//! The benchmark loads `GET /hits/bench`, one Redis `GET` per request.
+//! worker: its Redis endpoints over one multiplexed Redis connection (the
+//! Redis recipe's `Multiplexed`), or with `--pool` over the recipe's
+//! per-worker pool, one connection per command in flight. The benchmark
+//! loads `GET /hits/bench`, one Redis `GET` per request.
 //!
 //! ```text
-//! service_yieldloop --addr 127.0.0.1:PORT --redis 127.0.0.1:REDIS_PORT
+//! service_yieldloop --addr 127.0.0.1:PORT --redis 127.0.0.1:REDIS_PORT [--pool]
 //! ```
 
 use std::time::Duration;
@@ -13,16 +15,17 @@ use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
 use yieldloop_recipes::service::ServiceConfig;
 
 fn main() {
-    let (addr, redis) = yieldloop_bench::service_args("service_yieldloop");
-    // As many connections as the load has (64), so that no request waits
-    // for a checkout; the tokio peer multiplexes one connection instead.
+    let (addr, redis, pool) = yieldloop_bench::service_args("service_yieldloop");
+    // With --pool, as many connections as the load has (64), so that no
+    // request waits for a checkout.
+    let pool_mode = pool;
     let pool = PoolConfig::new(
         ConnectOptions::new(redis)
             .connect_timeout(Duration::from_secs(2))
             .read_timeout(Duration::from_secs(5)),
     )
     .max_size(yieldloop_bench::SERVICE_REDIS_CONNS);
-    let config = ServiceConfig::new(pool);
+    let config = ServiceConfig::new(pool).multiplexed(!pool_mode);
     // One worker: the benchmark compares one scheduler thread with one
     // tokio current_thread runtime.
     let served = ServeConfig::default().bind(addr.as_str(), 1).and_then(|s| {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::data::{cell, stat, Rec, Stat};
 
 /// The servers, in table order.
-pub const SERVICE_SERVERS: [&str; 2] = ["yieldloop", "tokio"];
+pub const SERVICE_SERVERS: [&str; 3] = ["yieldloop", "tokio", "yieldloop-pool"];
 
 pub struct ServiceCell {
     pub rps: Option<Stat>,
@@ -70,9 +70,12 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String, clk_tck
         "The example service's counter endpoint, `GET /hits/bench`: one Redis `GET` \
          per request and a small JSON answer, on one thread. yieldloop runs the \
          `service` example's handler (`yieldloop_recipes::service`) on one worker of \
-         the recipes' HTTP server, its Redis calls going through the Redis recipe's \
-         per-worker pool (up to 64 connections, one round trip per call, only the \
-         calling task waiting). tokio runs the same endpoint with hyper 1.x on \
+         the recipes' HTTP server, its Redis calls going over the worker's one \
+         `Multiplexed` connection (the Redis recipe's: the commands that tasks issue \
+         in the same scheduler turn go out in one write, their replies come back in \
+         one read, only the calling tasks waiting); `yieldloop-pool` is the same \
+         service with the recipe's per-worker pool instead (up to 64 connections, \
+         one round trip per command). tokio runs the same endpoint with hyper 1.x on \
          `current_thread` and the redis crate's own tokio client: one \
          `MultiplexedConnection` shared by every request, which pipelines the \
          commands of all connections over one socket. Redis {} runs for the whole \
