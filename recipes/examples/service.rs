@@ -1,7 +1,8 @@
 //! A JSON service on yieldloop: a page-view counter in Redis, and users in
 //! PostgreSQL read through a Redis cache. The handler is
 //! [`yieldloop_recipes::service`]; each worker makes its own, with its own
-//! connection pools, in the factory given to `serve_with`.
+//! PostgreSQL pool and multiplexed Redis connection, in the factory given
+//! to `serve_with`.
 //!
 //! It needs a running redis-server and PostgreSQL (from the
 //! `redis-server` and `postgresql` packages). Addresses come from flags,
@@ -117,7 +118,10 @@ fn main() {
     let pg = postgres::PoolConfig::new(pg)
         .max_size(16)
         .checkout_timeout(Some(Duration::from_secs(5)));
-    let config = ServiceConfig::new(redis).postgres(pg);
+    // Each worker sends its Redis commands over one multiplexed connection:
+    // concurrent requests share writes and reads (the pool's settings give
+    // its connect options).
+    let config = ServiceConfig::new(redis).postgres(pg).multiplexed(true);
     eprintln!(
         "service: listening on {} with {} workers (Redis {}, PostgreSQL {:?})",
         s.addr, s.workers, s.redis, s.postgres
