@@ -86,6 +86,7 @@ pub struct ServiceConfig {
     redis: RedisPoolConfig,
     postgres: Option<PgPoolConfig>,
     multiplexed: bool,
+    pg_timeout: Duration,
     cache_ttl: Duration,
     prefix: String,
 }
@@ -98,6 +99,7 @@ impl ServiceConfig {
             redis,
             postgres: None,
             multiplexed: false,
+            pg_timeout: Duration::from_secs(5),
             cache_ttl: Duration::from_secs(60),
             prefix: "service:".into(),
         }
@@ -116,6 +118,15 @@ impl ServiceConfig {
     /// share writes and reads: fewer system calls, here and in Redis.
     pub fn multiplexed(mut self, on: bool) -> ServiceConfig {
         self.multiplexed = on;
+        self
+    }
+
+    /// How long a PostgreSQL call (checkout included) may take before its
+    /// request gets 503 (default 5 s): a server that hangs fails requests
+    /// instead of holding them. The interrupted connection is dropped by
+    /// its pool.
+    pub fn postgres_timeout(mut self, limit: Duration) -> ServiceConfig {
+        self.pg_timeout = limit;
         self
     }
 
@@ -141,6 +152,7 @@ impl ServiceConfig {
             mux: self.multiplexed.then(|| RefCell::new(None)),
             postgres: self.postgres.as_ref().map(PgPoolConfig::pool),
             cache_ttl_s: self.cache_ttl.as_secs(),
+            pg_timeout: self.pg_timeout,
             prefix: self.prefix.clone(),
         }
     }
@@ -154,6 +166,7 @@ pub struct Service {
     /// first command, and again after it breaks).
     mux: Option<RefCell<Option<Multiplexed>>>,
     postgres: Option<PgPool>,
+    pg_timeout: Duration,
     cache_ttl_s: u64,
     prefix: String,
 }
@@ -289,12 +302,21 @@ impl Service {
         ))
     }
 
-    /// This worker's PostgreSQL pool, if the service has one.
-    fn postgres(&self) -> Result<&PgPool, Failure> {
-        self.postgres.as_ref().ok_or(Failure::Unavailable(
-            "postgres",
-            "no PostgreSQL configured".into(),
-        ))
+    /// Runs `f` on a client from this worker's PostgreSQL pool, within
+    /// the service's time limit.
+    fn with_postgres<T>(
+        &self,
+        f: impl FnOnce(&postgres::PgClient) -> Result<T, postgres::Error>,
+    ) -> Result<Result<T, postgres::Error>, Failure> {
+        let Some(pool) = &self.postgres else {
+            return Err(Failure::Unavailable(
+                "postgres",
+                "no PostgreSQL configured".into(),
+            ));
+        };
+        let limit = self.pg_timeout;
+        yieldloop::timeout(limit, || pool.get().and_then(|client| f(&client)))
+            .map_err(|_| Failure::Unavailable("postgres", format!("no answer within {limit:?}")))
     }
 
     /// `POST /users`: a new user from `{"name":..,"email":..}`.
@@ -313,10 +335,12 @@ impl Service {
         if !email.contains('@') {
             return Err(Failure::BadRequest("an email has an '@'".into()));
         }
-        let inserted = self.postgres()?.get()?.query_one(
-            "INSERT INTO users (name, email) VALUES ($1, $2) RETURNING id",
-            &[&name, &email],
-        );
+        let inserted = self.with_postgres(|client| {
+            client.query_one(
+                "INSERT INTO users (name, email) VALUES ($1, $2) RETURNING id",
+                &[&name, &email],
+            )
+        })?;
         let id: i64 = match inserted {
             Ok(row) => row.get(0),
             Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
@@ -346,10 +370,9 @@ impl Service {
                 .header("X-Cache", "hit")
                 .body(text.clone()));
         }
-        let row = self
-            .postgres()?
-            .get()?
-            .query_opt("SELECT id, name, email FROM users WHERE id = $1", &[&id])?;
+        let row = self.with_postgres(|client| {
+            client.query_opt("SELECT id, name, email FROM users WHERE id = $1", &[&id])
+        })??;
         let Some(row) = row else {
             return Err(Failure::NotFound(format!("no user {id}")));
         };

@@ -484,3 +484,109 @@ fn users_are_served_past_a_dead_cache() {
     assert_eq!(late.status, 201, "{late:?}");
     service.drain();
 }
+
+/// A process and everything below it (the PostgreSQL server's backends),
+/// from the parent ids in /proc.
+fn with_descendants(root: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The parent id is the second field after the command's ")".
+        let after = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+            parents.push((pid, ppid));
+        }
+    }
+    let mut all = vec![root];
+    let mut i = 0;
+    while i < all.len() {
+        let parent = all[i];
+        all.extend(parents.iter().filter(|p| p.1 == parent).map(|p| p.0));
+        i += 1;
+    }
+    all
+}
+
+/// Stops processes with SIGSTOP; continues them when dropped.
+struct Frozen(Vec<u32>);
+
+impl Frozen {
+    fn new(pids: Vec<u32>) -> Frozen {
+        signal(&pids, "STOP");
+        Frozen(pids)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        signal(&self.0, "CONT");
+    }
+}
+
+fn signal(pids: &[u32], name: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{name}"))
+        .args(pids.iter().map(u32::to_string))
+        .status()
+        .expect("running kill");
+    assert!(status.success(), "kill -{name} {pids:?}");
+}
+
+/// PostgreSQL hanging (every process of it stopped): user requests that
+/// need it answer 503 once the service's time limit runs out, the counter
+/// goes on, and once the server runs again users are served again.
+#[test]
+fn a_hanging_postgres_answers_503_after_the_time_limit() {
+    let Some((redis, pg)) = both() else {
+        return;
+    };
+    let limit = Duration::from_millis(500);
+    let config = ServiceConfig::new(redis_config(redis.addr()))
+        .postgres(pg_config(&pg))
+        .postgres_timeout(limit)
+        .multiplexed(true);
+    let service = Running::start(config);
+    let agent = agent();
+    let user = post(
+        &agent,
+        &service.url("/users"),
+        r#"{"name": "Patient", "email": "patient@example.com"}"#,
+    );
+    assert_eq!(user.status, 201, "{user:?}");
+    let url = service.url(&format!("/users/{}", user.json["id"]));
+
+    let frozen = Frozen::new(with_descendants(pg.pid()));
+    for i in 0..3 {
+        let started = Instant::now();
+        let a = get(&agent, &url);
+        let took = started.elapsed();
+        assert_eq!(a.status, 503, "read {i} with PostgreSQL stopped: {a:?}");
+        assert!(error_of(&a).contains("within"), "{a:?}");
+        assert!(took >= limit, "503 before the limit, after {took:?}");
+        assert!(took < Duration::from_secs(10), "503 only after {took:?}");
+        assert_eq!(
+            post(&agent, &service.url("/hits/h"), "").json["hits"],
+            i + 1
+        );
+    }
+    drop(frozen);
+
+    // Running again: the interrupted connections were dropped, new ones
+    // serve the user (a few tries: the server catches up first).
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let a = get(&agent, &url);
+        if a.status == 200 {
+            assert_eq!(a.json, user.json);
+            break;
+        }
+        assert!(Instant::now() < deadline, "still failing: {a:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    service.drain();
+}
