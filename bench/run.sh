@@ -290,8 +290,9 @@ bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} python3 bench/py/
 ${PIN_SERVER:+$PIN_SERVER }bench/target/release/echo_{yieldloop|tokio|may|mio} --addr 127.0.0.1:PORT &   # PORT below the ephemeral range
 ${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/loadgen --addr 127.0.0.1:PORT --conns {1|64|512} --size 64 --duration ${ECHO_SECS} --warmup ${ECHO_WARMUP}
 # HTTP: a fresh server per run (yieldloop runs the http_server recipe's
-# connection code; hyper 1.x on tokio current_thread), CPU as for echo
-${PIN_SERVER:+$PIN_SERVER }bench/target/release/http_{yieldloop|hyper} --addr 127.0.0.1:PORT &
+# connection code; hyper 1.x on tokio current_thread; hyper 1.x on yieldloop,
+# the hyper recipe), CPU as for echo
+${PIN_SERVER:+$PIN_SERVER }bench/target/release/http_{yieldloop|hyper|hyper_yieldloop} --addr 127.0.0.1:PORT &
 EOF
 if [ "$HTTP_LOAD" = wrk ]; then
     echo "${PIN_CLIENT:+$PIN_CLIENT }wrk -t1 -c {64|256} -d ${HTTP_SECS}s --latency http://127.0.0.1:PORT/" >>"$RES/commands.txt"
@@ -686,7 +687,7 @@ if want http; then
             ;;
         *)
             for rep in $(seq 1 "$HTTP_REPS"); do
-                for server in yieldloop hyper; do
+                for server in yieldloop hyper hyper_yieldloop; do
                     for conns in 64 256; do
                         what="http server=$server conns=$conns rep=$rep load=$HTTP_LOAD"
                         if ! start_server "http_$server"; then

@@ -80,8 +80,33 @@
 //! - `futures-io`: `futures_io::AsyncRead`/`AsyncWrite` for
 //!   [`net::TcpStream`], [`net::UnixStream`] and [`io::PausingIo`], woken
 //!   by yieldloop's own reactor, for async crates run with [`block_on`].
-//! - `tokio`: `tokio::io::AsyncRead`/`AsyncWrite` for the same types (only
-//!   the traits: no tokio runtime is started).
+//! - `tokio`: `tokio::io::AsyncRead`/`AsyncWrite` for the same types (the
+//!   traits alone start no tokio runtime), and `on_tokio()`, which runs a
+//!   future that needs tokio's own reactor, timers or spawn on one shared
+//!   tokio runtime, built on first use, while only the calling task waits.
+//!
+//! # Other libraries
+//!
+//! Whether a library lets the other tasks of its thread run while it waits
+//! depends on who makes the waiting system call:
+//!
+//! - a library that reads and writes a stream you hand it (rustls,
+//!   tungstenite, the `redis` crate's `ConnectionLike`): hand it a
+//!   [`net::TcpStream`]; only the task pauses;
+//! - a runtime-agnostic async crate (hyper, tokio-postgres through
+//!   `connect_raw`): the features above, [`block_on`], and
+//!   [`spawn_future`] for the background futures it hands back; a
+//!   descriptor of your own goes through [`io::PausingIo`];
+//! - a crate that needs tokio's own reactor (reqwest, sqlx, tonic):
+//!   `on_tokio()`, a thread hop each way;
+//! - a synchronous client that opens its own `std::net` sockets (the
+//!   `redis` crate's `Client::open`, ureq, `postgres`) blocks the whole
+//!   thread on every call, and a [`timeout()`] around it returns late: run
+//!   it with [`spawn_blocking`], or hand it a yieldloop stream where it
+//!   takes one.
+//!
+//! Chapter 12 of the book in `docs/` takes each in turn, with what it
+//! costs.
 //!
 //! # Example
 //!
@@ -165,7 +190,7 @@ pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 pub use task_local::{AccessError, LocalKey};
-pub use time::{sleep, sleep_until, yield_now};
+pub use time::{sleep, sleep_future, sleep_until, sleep_until_future, yield_now, Sleep};
 pub use timeout::{timeout, timeout_at, Elapsed};
 
 /// Runs `f` as the main task of a new scheduler on this thread, drives the
@@ -261,4 +286,6 @@ mod book {
     struct AppendixArticles;
     #[doc = include_str!("../docs/src/ch11-services.md")]
     struct Ch11Services;
+    #[doc = include_str!("../docs/src/ch12-other-libraries.md")]
+    struct Ch12OtherLibraries;
 }

@@ -44,6 +44,7 @@ use crate::task;
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
 /// Runs `future` on the shared tokio runtime and returns its output.
+/// (Cargo feature `tokio`.)
 ///
 /// Inside a task, only the task pauses until the future is done: the other
 /// tasks of its thread run meanwhile. Outside any task, the calling thread
@@ -70,12 +71,24 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 /// after the task has moved on. A future that never awaits cannot be
 /// stopped this way.
 ///
+/// # The runtime's lifetime
+///
+/// The shared runtime is never shut down: it lives in a `static` until the
+/// process exits, so handles and clients made in one call stay usable in
+/// any later one, and no call ever finds it gone. Its worker threads sleep
+/// while there is nothing to do. Work still running on it when `main`
+/// returns is cut off with the process, without its destructors, like any
+/// thread still alive then: a program that must flush something there
+/// (close a connection cleanly, say) awaits that in one last `on_tokio`
+/// call before it returns.
+///
 /// # Panics
 ///
 /// A panic in the future is caught by tokio and raised again in the calling
 /// task with the original payload ([`std::panic::resume_unwind`]), so its
-/// message reads as if the future had run in place. A panic in one call
-/// does not harm the runtime or other calls.
+/// message reads as if the future had run in place (the panic hook prints
+/// it once, naming the tokio worker thread it happened on). A panic in one
+/// call does not harm the runtime or other calls.
 ///
 /// It also panics if the runtime cannot be built on the first call (no
 /// thread could be started), and, with tokio's own message, if called
@@ -166,7 +179,8 @@ impl Drop for AbortOnUnwind {
 }
 
 /// Builds the shared tokio runtime now, with `configure` applied to its
-/// builder; [`on_tokio`] and [`tokio_handle`] then use it.
+/// builder; [`on_tokio`] and [`tokio_handle`] then use it. (Cargo feature
+/// `tokio`.)
 ///
 /// The builder starts as `Builder::new_multi_thread()` with every driver
 /// the crate graph has enabled (`enable_all`) and threads named
@@ -224,7 +238,8 @@ where
 }
 
 /// A handle to the shared tokio runtime, which is built now if it does not
-/// exist yet (with the defaults of [`tokio_runtime`]).
+/// exist yet (with the defaults of [`tokio_runtime`]). (Cargo feature
+/// `tokio`.)
 ///
 /// For code that needs a [`Handle`] itself: to `spawn` background work
 /// that outlives an [`on_tokio`] call, or to `enter` the runtime's context

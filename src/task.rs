@@ -58,7 +58,27 @@ pub(crate) type TaskCoroutine = Coroutine<Resume, Op, (), PooledStack>;
 /// A coroutine on `stack` that runs `body` (the task's body: the wrapper
 /// around the user's closure) as a task: it first records its yielder
 /// ([`enter_task`]), so [`TaskContext::pause`] can find it.
-pub(crate) fn new_coroutine(stack: PooledStack, body: impl FnOnce() + 'static) -> TaskCoroutine {
+///
+/// corosensei copies the coroutine's start closure onto the new stack and
+/// refuses one over 1 KiB, so a bigger body (a large value captured by a
+/// task's closure, a large future handed to
+/// [`spawn_future`](crate::spawn_future)) is moved to the heap first and
+/// only its box is copied.
+pub(crate) fn new_coroutine<B: FnOnce() + 'static>(stack: PooledStack, body: B) -> TaskCoroutine {
+    if std::mem::size_of::<B>() > INLINE_BODY_MAX {
+        let body = Box::new(body);
+        // A box of a closure is a closure, of one word.
+        start_coroutine(stack, body)
+    } else {
+        start_coroutine(stack, body)
+    }
+}
+
+/// The largest task body copied onto its stack as it is; well below
+/// corosensei's 1 KiB limit for the start closure that wraps it.
+const INLINE_BODY_MAX: usize = 512;
+
+fn start_coroutine(stack: PooledStack, body: impl FnOnce() + 'static) -> TaskCoroutine {
     Coroutine::with_stack(stack, move |yielder: &Yielder<Resume, Op>, _first| {
         enter_task(yielder);
         body();

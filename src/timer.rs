@@ -35,7 +35,10 @@
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
+use std::task::Waker;
 use std::time::{Duration, Instant};
+
+use slab::Slab;
 
 use crate::protocol::WaitToken;
 
@@ -267,6 +270,93 @@ impl Timers {
     }
 }
 
+/// Timers that wake a future's [`Waker`] rather than a task: the timers
+/// behind [`Sleep`](crate::Sleep).
+///
+/// A heap of their own (the same [`Timers`], its entries' `WaitToken`
+/// naming a slot here instead of a task), so that a task's wake-up never
+/// has to ask which kind of timer it is looking at. Each armed timer holds
+/// its future's latest waker in a slot; the slot's serial tells a live
+/// entry from one whose future was dropped or re-armed, and such stale
+/// entries are skipped and counted like the task timers' ones.
+#[derive(Debug, Default)]
+pub(crate) struct WakerTimers {
+    heap: Timers,
+    /// The armed timers: the serial their heap entry carries, and the
+    /// waker to wake when it fires.
+    slots: Slab<(u64, Waker)>,
+    next_serial: u64,
+}
+
+impl WakerTimers {
+    /// Is the slot named by `w` still armed under that serial?
+    fn live(slots: &Slab<(u64, Waker)>, w: WaitToken) -> bool {
+        slots
+            .get(w.key)
+            .is_some_and(|(serial, _)| *serial == w.token)
+    }
+
+    /// Arms a timer that wakes `waker` at `deadline`; returns its name.
+    pub(crate) fn arm(&mut self, deadline: Instant, waker: Waker) -> WaitToken {
+        self.next_serial += 1;
+        let token = self.next_serial;
+        let key = self.slots.insert((token, waker));
+        let w = WaitToken { key, token };
+        self.heap.insert(deadline, w, TimerKind::Sleep);
+        w
+    }
+
+    /// Files `waker` as the one to wake for the armed timer `w`. Returns
+    /// the waker it replaced, to be dropped by the caller outside the
+    /// scheduler's state, and `false` if `w` is no longer armed (it fired).
+    pub(crate) fn update(&mut self, w: WaitToken, waker: &Waker) -> (bool, Option<Waker>) {
+        match self.slots.get_mut(w.key) {
+            Some((serial, old)) if *serial == w.token => {
+                if old.will_wake(waker) {
+                    (true, None)
+                } else {
+                    (true, Some(std::mem::replace(old, waker.clone())))
+                }
+            }
+            _ => (false, None),
+        }
+    }
+
+    /// Disarms the timer `w` if it is still armed; returns its waker, to be
+    /// dropped outside the scheduler's state.
+    pub(crate) fn disarm(&mut self, w: WaitToken) -> Option<Waker> {
+        if !Self::live(&self.slots, w) {
+            return None;
+        }
+        let (_, waker) = self.slots.remove(w.key);
+        let slots = &self.slots;
+        self.heap.mark_stale(|x| Self::live(slots, x));
+        Some(waker)
+    }
+
+    /// Moves the wakers of the timers due at `now` to `out`, disarming them.
+    pub(crate) fn fire_due(&mut self, now: Instant, out: &mut Vec<Waker>) {
+        while let Some(entry) = self.heap.pop_due(now) {
+            if Self::live(&self.slots, entry.waiter) {
+                out.push(self.slots.remove(entry.waiter.key).1);
+            } else {
+                self.heap.popped_stale();
+            }
+        }
+    }
+
+    /// The earliest deadline of an armed timer.
+    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+        let slots = &self.slots;
+        self.heap.next_deadline(|w| Self::live(slots, w))
+    }
+
+    /// True when no entry, live or stale, is in the heap.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
 /// The instant `d` from now; a duration too large to add is as good as
 /// forever, so it gives [`far_future`] instead of overflowing.
 pub(crate) fn deadline_after(d: Duration) -> Instant {
@@ -301,6 +391,54 @@ mod tests {
             .map(|e| e.waiter.key)
             .collect();
         assert_eq!(order, (0..100).collect::<Vec<_>>());
+    }
+
+    /// Counts wakes.
+    #[derive(Default)]
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// Waker timers fire in deadline order and only when due; a disarmed
+    /// one, or one whose waker was replaced, hands over nothing stale.
+    #[test]
+    fn waker_timers_fire_live_wakers_when_due() {
+        use std::sync::Arc;
+        let mut t = WakerTimers::default();
+        let now = Instant::now();
+        let ms = |m: u64| now + Duration::from_millis(m);
+        let (a, b, c) = (
+            Arc::new(Count::default()),
+            Arc::new(Count::default()),
+            Arc::new(Count::default()),
+        );
+        let wa = t.arm(ms(30), Waker::from(a.clone()));
+        let wb = t.arm(ms(10), Waker::from(b.clone()));
+        let wc = t.arm(ms(20), Waker::from(c.clone()));
+        assert_eq!(t.next_deadline(), Some(ms(10)));
+        assert!(t.disarm(wb).is_some());
+        assert!(t.disarm(wb).is_none(), "disarmed twice");
+        assert_eq!(t.next_deadline(), Some(ms(20)));
+        // c's waker replaced by a's: c's own is handed back.
+        let (armed, old) = t.update(wc, &Waker::from(a.clone()));
+        assert!(armed && old.is_some());
+        let mut out = Vec::new();
+        t.fire_due(ms(19), &mut out);
+        assert!(out.is_empty(), "nothing is due before 20 ms");
+        t.fire_due(ms(30), &mut out);
+        assert_eq!(out.len(), 2);
+        out.drain(..).for_each(Waker::wake);
+        assert_eq!(a.0.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(b.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(c.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // Fired: no longer armed, and the heap is empty.
+        assert!(!t.update(wa, &Waker::from(a.clone())).0);
+        assert_eq!(t.next_deadline(), None);
+        assert!(t.is_empty());
     }
 
     #[test]

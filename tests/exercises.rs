@@ -475,3 +475,46 @@ fn ch11_pipeline_filters_between_two_children() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(ticks >= 1, "the ticker ran while the pipeline did: {out}");
 }
+
+/// Chapter 12: a pipe rung by another thread, waited on through
+/// `PausingIo`, pauses only the waiting task (the ticker ticks through
+/// the wait); read in blocking mode, the same pipe stops the whole thread
+/// (the ticker never runs while the bell is awaited).
+#[test]
+fn ch12_doorbell_pauses_only_its_task() {
+    /// The number after `prefix` on the line that starts with it.
+    fn figure(out: &example::Output, prefix: &str) -> u64 {
+        out.lines()
+            .iter()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no line {prefix:?}: {out}"))
+    }
+    let args = ["--rings", "6", "--interval-ms", "25"];
+    let out = example::run("exercise_ch12_doorbell", &args);
+    out.assert_success();
+    let rings: Vec<&str> = out
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("ring "))
+        .collect();
+    assert_eq!(rings.len(), 6, "{out}");
+    assert_eq!(figure(&out, "rings: "), 6, "{out}");
+    // The wait lasts at least 6 × 25 ms; a 1 ms ticker that is not held up
+    // ticks dozens of times in it, even on a loaded machine.
+    let ticks = figure(&out, "ticker while waiting: ");
+    assert!(ticks >= 10, "the ticker was held up: {out}");
+
+    let out = example::run(
+        "exercise_ch12_doorbell",
+        &[&args[..], &["--blocking"]].concat(),
+    );
+    out.assert_success();
+    assert_eq!(figure(&out, "rings: "), 6, "{out}");
+    assert_eq!(
+        figure(&out, "ticker while waiting: "),
+        0,
+        "a blocking read let the ticker run: {out}"
+    );
+}

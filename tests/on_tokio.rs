@@ -76,7 +76,7 @@ fn tokio_sleep_leaves_the_other_tasks_running() {
     // 200 ticks if every 1 ms sleep took 1 ms; a frozen thread gives 1.
     assert!(ticks >= 20, "the ticker ticked only {ticks} times");
     assert!(
-        longest < Duration::from_millis(100),
+        longest < Duration::from_millis(150),
         "longest gap {longest:?}"
     );
 }
@@ -312,6 +312,7 @@ fn redis_async_client_through_on_tokio() {
     let Some(server) = util::servers::redis() else {
         return;
     };
+    // ANCHOR: redis_async
     let client = redis::Client::open(server.url()).unwrap();
     yieldloop::run(move || {
         let connect = move || {
@@ -337,6 +338,7 @@ fn redis_async_client_through_on_tokio() {
         for (i, t) in tasks.into_iter().enumerate() {
             assert_eq!(t.join().unwrap().unwrap(), i as i64 * 3);
         }
+        // ANCHOR_END: redis_async
 
         // A BLPOP on an empty list waits out its 300 ms; only this task
         // waits.
@@ -348,7 +350,7 @@ fn redis_async_client_through_on_tokio() {
         assert!(elapsed >= Duration::from_millis(250), "{elapsed:?}");
         assert!(ticks >= 20, "the ticker ticked only {ticks} times");
         assert!(
-            longest < Duration::from_millis(100),
+            longest < Duration::from_millis(150),
             "longest gap {longest:?}"
         );
 
@@ -437,7 +439,7 @@ fn tokio_postgres_connect_through_on_tokio() {
         assert!(elapsed >= Duration::from_millis(250), "{elapsed:?}");
         assert!(ticks >= 20, "the ticker ticked only {ticks} times");
         assert!(
-            longest < Duration::from_millis(100),
+            longest < Duration::from_millis(150),
             "longest gap {longest:?}"
         );
 

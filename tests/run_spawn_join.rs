@@ -481,3 +481,22 @@ fn run_reports_deadlock_instead_of_hanging() {
     // The thread is usable again.
     assert_eq!(yieldloop::run(|| 1), 1);
 }
+
+/// A task whose closure captures more than fits the coroutine's start
+/// frame (corosensei takes at most 1 KiB there) runs like any other; so
+/// does a large future handed to `spawn_future`.
+#[test]
+fn large_task_bodies_and_futures_spawn() {
+    let (sum, fut_sum) = yieldloop::run(|| {
+        let big = [7u8; 2000];
+        let task = spawn(move || big.iter().map(|&b| u64::from(b)).sum::<u64>());
+        let also_big = [1u8; 4096];
+        let fut = yieldloop::spawn_future(async move {
+            yieldloop::yield_now();
+            also_big.iter().map(|&b| u64::from(b)).sum::<u64>()
+        });
+        (task.join().unwrap(), fut.join().unwrap())
+    });
+    assert_eq!(sum, 7 * 2000);
+    assert_eq!(fut_sum, 4096);
+}

@@ -89,8 +89,9 @@ fn redis_with_options_and_kill() {
 }
 
 /// Sends a PostgreSQL start-up message and returns the authentication
-/// request code of the first answer ('R' message): 0 is "OK", 10 is SASL.
-fn pg_startup(addr: std::net::SocketAddr, user: &str, db: &str) -> u32 {
+/// request code of the first answer ('R' message): 0 is "OK", 10 is SASL,
+/// and the still open connection.
+fn pg_startup(addr: std::net::SocketAddr, user: &str, db: &str) -> (u32, TcpStream) {
     let mut s = connect(addr);
     let mut body = Vec::new();
     body.extend_from_slice(&196608u32.to_be_bytes()); // protocol 3.0
@@ -107,7 +108,7 @@ fn pg_startup(addr: std::net::SocketAddr, user: &str, db: &str) -> u32 {
     let mut head = [0u8; 9];
     s.read_exact(&mut head).unwrap();
     assert_eq!(head[0], b'R', "not an authentication message: {head:?}");
-    u32::from_be_bytes(head[5..9].try_into().unwrap())
+    (u32::from_be_bytes(head[5..9].try_into().unwrap()), s)
 }
 
 #[test]
@@ -121,16 +122,20 @@ fn postgres_starts_answers_and_stops_by_pid() {
         .contains(&format!("port={}", server.addr().port())));
     let pid = server.pid();
     assert!(servers::pid_alive(pid));
-    assert_eq!(pg_startup(server.addr(), server.user(), server.dbname()), 0);
-    // A client still connected does not hold up the stop.
-    let _open = connect(server.addr());
+    let (auth, session) = pg_startup(server.addr(), server.user(), server.dbname());
+    assert_eq!(auth, 0);
+    // A logged-in client still connected does not hold up the stop.
     let dir = server.socket_dir().to_path_buf();
+    let start = std::time::Instant::now();
     drop(server);
+    let took = start.elapsed();
+    assert!(took < servers::STOP_TIMEOUT, "the stop took {took:?}");
     assert!(
         !servers::pid_alive(pid),
         "postgres {pid} outlived its handle"
     );
     assert!(!dir.exists(), "{} outlived the server", dir.display());
+    drop(session);
 }
 
 #[test]
@@ -139,8 +144,6 @@ fn postgres_with_password_asks_for_it() {
         return;
     };
     assert_eq!(server.password(), Some("sesame"));
-    assert_eq!(
-        pg_startup(server.addr(), server.user(), server.dbname()),
-        10
-    );
+    let (auth, _session) = pg_startup(server.addr(), server.user(), server.dbname());
+    assert_eq!(auth, 10);
 }

@@ -103,6 +103,7 @@ fn run(url: &str, workers: usize, tasks: u64, incrs: u64) -> RedisResult<bool> {
                 longest
             })
         };
+        // ANCHOR: tasks
         let blpop = {
             let pool = pool.clone();
             yieldloop::spawn(move || -> RedisResult<Duration> {
@@ -124,6 +125,7 @@ fn run(url: &str, workers: usize, tasks: u64, incrs: u64) -> RedisResult<bool> {
                 })
             })
             .collect();
+        // ANCHOR_END: tasks
         let mut result = Ok(());
         for task in counters {
             let outcome = task.join().expect("a counting task panicked");

@@ -8,6 +8,7 @@
 //! cargo run --release --example tls_echo      # TLS echo server on 127.0.0.1:1237
 //! cargo run --release --example http_server   # HTTP/1.1 server on 127.0.0.1:8080
 //! cargo run --release --example http_get -- http://127.0.0.1:8080/ http://127.0.0.1:8080/sleep?ms=300
+//! cargo run --release --example hyper_server  # hyper on yieldloop on 127.0.0.1:8081
 //! cargo run --release --example redis_counter -- redis://127.0.0.1:6379/0   # needs a redis-server
 //! cargo run --release --example pg_visits -- "host=127.0.0.1 user=postgres dbname=postgres"   # needs a PostgreSQL
 //! cargo run --release --example service -- --redis redis://127.0.0.1:6379/0 --postgres 'host=127.0.0.1 user=postgres'
@@ -22,6 +23,10 @@
 //!   on SIGTERM. Requests are parsed with `httparse`. The `http_server`
 //!   recipe serves its [`demo`](http::demo) routes; the benchmarks run the
 //!   same on one worker against hyper.
+//! - [`hyper`](mod@hyper): hyper 1.x, server and client, on yieldloop with
+//!   no tokio runtime: yieldloop's tasks as hyper's executor, its timers as
+//!   hyper's timer, its sockets as hyper's I/O (`hyper_server` is its
+//!   example program).
 //! - [`redis`]: a Redis client for tasks: the `redis` crate's typed
 //!   commands and pipelines over yieldloop's `TcpStream`, with a per-worker
 //!   connection pool (`redis_counter` is its example program).
@@ -71,6 +76,7 @@
 //! ```
 
 pub mod http;
+pub mod hyper;
 pub mod pool;
 pub mod postgres;
 pub mod redis;

@@ -18,12 +18,13 @@
 //! broken: then it is handed to [`Manage::discard`] and its place freed, so
 //! a broken connection is never given to another task.
 //!
-//! A pool belongs to the scheduler it was first used on: after a
-//! [`yieldloop::run`] ends, its idle connections are dead, and a later `run`
-//! on the same thread that takes [`PoolConfig::pool`] again gets that old
-//! pool. Make a new [`PoolConfig`] (or a [`Pool::new`]) per `run`; the
-//! workers of a [`yieldloop::Runtime`] keep their schedulers for their
-//! whole life and are not affected.
+//! A pool's connections are registered with the scheduler that opened
+//! them: after a [`yieldloop::run`] ends they are dead, and a later `run` on
+//! the same thread that takes [`PoolConfig::pool`] again gets that old
+//! pool. Its idle connections fail the checkout's check
+//! ([`Manage::idle_usable`]) and are replaced by new ones. The workers of
+//! a [`yieldloop::Runtime`] keep their schedulers for their whole life and
+//! are not affected.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -53,6 +54,15 @@ pub trait Manage: Clone + fmt::Debug + 'static {
     /// interrupted part-way, or the server closed it): such a connection is
     /// discarded instead of going back to the pool.
     fn is_broken(&self, conn: &Self::Conn) -> bool;
+
+    /// Whether an idle connection may be handed out, checked at each
+    /// checkout: one the server closed while it sat in the pool, or one
+    /// left from an earlier [`yieldloop::run`] on the same thread, is
+    /// discarded and the next one tried. Should not wait for the server
+    /// (no round trip). The default asks [`is_broken`](Self::is_broken).
+    fn idle_usable(&self, conn: &Self::Conn) -> bool {
+        !self.is_broken(conn)
+    }
 
     /// The error [`Pool::get`] returns when no connection came free within
     /// `waited`, with `max_size` connections in use.
@@ -189,6 +199,11 @@ impl<M: Manage> Pool<M> {
     /// Checks a connection out: an idle one, else a new one, else (at the
     /// maximum) the next one returned, waiting up to the checkout timeout.
     ///
+    /// An idle connection is checked before it is handed out, without a
+    /// round trip ([`Manage::idle_usable`]): one the server has closed
+    /// meanwhile (a restart, its idle timeout), or one left from an earlier
+    /// [`yieldloop::run`], is discarded and the next is tried.
+    ///
     /// # Errors
     ///
     /// [`Manage::checkout_timed_out`]'s error when the wait runs out; the
@@ -216,12 +231,12 @@ impl<M: Manage> Pool<M> {
         // From here the permit is ours: `Place` gives it back on every path
         // that does not end in a checked-out connection.
         let place = Place(Some(self.inner.clone()));
-        // An idle connection the server closed meanwhile (where the client
-        // can tell) is discarded here rather than handed out.
+        // The most recently returned idle connection that is still usable;
+        // the server may have closed some while they sat idle.
         let idle = loop {
             let next = inner.idle.borrow_mut().pop();
             match next {
-                Some(conn) if config.manager.is_broken(&conn) => {
+                Some(conn) if !config.manager.idle_usable(&conn) => {
                     inner.discarded.set(inner.discarded.get() + 1);
                     config.manager.discard(conn);
                 }
@@ -260,7 +275,8 @@ impl<M: Manage> Pool<M> {
         self.inner.opened.get()
     }
 
-    /// Broken connections it has discarded instead of reusing.
+    /// Connections it has discarded instead of reusing: broken on return,
+    /// or found unusable at checkout.
     pub fn discarded(&self) -> u64 {
         self.inner.discarded.get()
     }

@@ -60,6 +60,11 @@
 //! [`TcpStream`], and then the connection closes. A `timeout` of 100 ms
 //! around `SELECT pg_sleep(5)` thus returns after 100 ms, the server stops
 //! the sleep right after, and the next checkout gets a fresh connection.
+//! Until the server has closed it, such a connection still counts at the
+//! server but no longer in the pool, which may open a new one meanwhile.
+//! To bound statements without losing the connection, let the server do
+//! it: `statement_timeout` (see [`ConnectOptions::config_mut`]) ends a slow
+//! statement with an error, and the client goes on.
 //!
 //! Not covered: TLS (connect through a TLS tunnel, or use
 //! `tokio-postgres`'s TLS crates with `connect_raw` by hand), Unix sockets,
@@ -214,7 +219,17 @@ impl ConnectOptions {
     }
 
     /// The tokio-postgres configuration sent at start-up (user, database,
-    /// password, options), for settings these methods do not cover.
+    /// password, options), for settings these methods do not cover. For
+    /// example a limit the server itself enforces on every statement,
+    /// which ends a slow one with an error and keeps the connection
+    /// (unlike a [`yieldloop::timeout`] around the call, which breaks it):
+    ///
+    /// ```
+    /// use yieldloop_recipes::postgres::ConnectOptions;
+    ///
+    /// let mut opts = ConnectOptions::new("127.0.0.1:5432").user("app");
+    /// opts.config_mut().options("-c statement_timeout=5s");
+    /// ```
     pub fn config_mut(&mut self) -> &mut tokio_postgres::Config {
         &mut self.config
     }
@@ -258,6 +273,11 @@ impl FromStr for ConnectOptions {
 // ---------------------------------------------------------------------------
 
 /// What went wrong in a call.
+///
+/// A type of its own rather than tokio-postgres's error, because callers
+/// need to tell cases apart that the latter cannot carry: the connect
+/// refused (an `io::Error`), a time limit of this recipe's, and a client
+/// already unusable, beside the server's errors with their SQLSTATE.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {

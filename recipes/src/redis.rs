@@ -48,14 +48,11 @@
 //! behind the caller's back; the next checkout from the pool opens a fresh
 //! connection.
 //!
-//! A pool belongs to the scheduler it was first used on. Its connections
-//! are registered with that scheduler's reactor, so after a
-//! [`yieldloop::run`] ends they are dead: a later `run` on the same thread
-//! that takes [`PoolConfig::pool`] again gets the old pool, whose idle
-//! connections each fail their first call (and are then dropped). Make a
-//! new [`PoolConfig`] (or a [`Pool::new`]) per `run`; the workers of a
-//! [`yieldloop::Runtime`] keep their schedulers for their whole life and are
-//! not affected.
+//! Idle connections are checked at checkout without a round trip: one the
+//! server closed while it sat in the pool (a restart, the server's idle
+//! `timeout`), or one registered with the scheduler of an earlier
+//! [`yieldloop::run`] on the same thread, is closed and replaced, so the
+//! caller does not see its failure.
 //!
 //! Not covered: TLS, Unix sockets, cluster and sentinel, and pub/sub
 //! (RESP3 push messages that arrive between replies are skipped).
@@ -395,9 +392,33 @@ impl Connection {
         self.broken
     }
 
-    /// The socket, for its addresses and options.
+    /// The socket, for its addresses and options. Reading or writing it
+    /// directly would put the connection out of step with its replies.
     pub fn stream(&self) -> &TcpStream {
         &self.stream
+    }
+
+    /// Whether an idle connection still looks usable, checked without a
+    /// round trip: the server has not closed it or sent anything unasked,
+    /// and it belongs to the current scheduler. A peek with a read timeout
+    /// of a nanosecond answers all three: "timed out" means nothing to
+    /// read, the healthy case; end of stream, data, a reset, or "not this
+    /// scheduler's socket" all say no. Restores `read_timeout` afterwards.
+    fn still_usable(&self, read_timeout: Option<Duration>) -> bool {
+        if self.broken
+            || self
+                .stream
+                .set_read_timeout(Some(Duration::from_nanos(1)))
+                .is_err()
+        {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        let quiet = matches!(
+            self.stream.peek(&mut byte),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut
+        );
+        self.stream.set_read_timeout(read_timeout).is_ok() && quiet
     }
 
     /// Fails when the connection is broken; else marks it broken until the
@@ -414,6 +435,7 @@ impl Connection {
         Ok(())
     }
 
+    // ANCHOR: connection_like
     fn send(&mut self, bytes: &[u8]) -> RedisResult<()> {
         (&self.stream).write_all(bytes)?;
         Ok(())
@@ -438,6 +460,7 @@ impl ConnectionLike for Connection {
         self.broken = false;
         Ok(reply)
     }
+    // ANCHOR_END: connection_like
 
     fn req_packed_commands(
         &mut self,
@@ -519,6 +542,12 @@ impl pool::Manage for ConnectOptions {
 
     fn is_broken(&self, conn: &Connection) -> bool {
         conn.is_broken()
+    }
+
+    /// A non-waiting peek at the socket, which sees a connection the server
+    /// closed and one of another scheduler.
+    fn idle_usable(&self, conn: &Connection) -> bool {
+        conn.still_usable(self.read_timeout)
     }
 
     fn checkout_timed_out(&self, waited: Duration, max_size: usize) -> RedisError {

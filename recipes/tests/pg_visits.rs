@@ -18,6 +18,7 @@ fn visits(args: &[&str]) -> String {
     stdout
 }
 
+/// The rows written add up on every worker, given a key=value string or a URL.
 #[test]
 fn the_visits_add_up_on_every_worker() {
     let Some(server) = servers::postgres_with_password("sesame") else {
@@ -45,6 +46,7 @@ fn the_visits_add_up_on_every_worker() {
     );
 }
 
+/// A refused connection ends the program with status 1 and says why.
 #[test]
 fn a_server_that_is_not_there_is_an_error() {
     let port = {

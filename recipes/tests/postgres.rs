@@ -61,6 +61,7 @@ fn thread_names() -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Integers, floats, bool, text, bytea, timestamps and NULLs survive the round trip, through prepared statements and plain SQL.
 #[test]
 fn typed_values_round_trip_with_prepared_statements() {
     let Some(server) = servers::postgres() else {
@@ -166,6 +167,7 @@ fn typed_values_round_trip_with_prepared_statements() {
     .unwrap();
 }
 
+/// `transaction` commits on `Ok`, rolls back on `Err`, and a closure that unwinds leaves the client broken.
 #[test]
 fn transactions_commit_on_ok_and_roll_back_on_err() {
     let Some(server) = servers::postgres() else {
@@ -214,6 +216,7 @@ fn transactions_commit_on_ok_and_roll_back_on_err() {
     .unwrap();
 }
 
+/// Queries from several tasks run with no tokio runtime entered and no tokio thread started.
 #[test]
 fn queries_run_on_yieldloop_with_no_tokio_runtime() {
     let Some(server) = servers::postgres() else {
@@ -254,6 +257,7 @@ fn queries_run_on_yieldloop_with_no_tokio_runtime() {
     .unwrap();
 }
 
+/// 50 connects, then 50 `pg_sleep(0.2)` queries at once, while a 1 ms ticker on the same thread keeps ticking.
 #[test]
 fn fifty_slow_queries_pause_only_their_tasks() {
     let Some(server) = servers::postgres() else {
@@ -262,36 +266,59 @@ fn fifty_slow_queries_pause_only_their_tasks() {
     let opts = opts(&server);
     yieldloop::run(move || {
         let pool = Pool::new(PoolConfig::new(opts).max_size(50));
+        let fifty = |sql: &'static str| -> Duration {
+            let start = Instant::now();
+            let tasks: Vec<_> = (0..50)
+                .map(|_| {
+                    let pool = pool.clone();
+                    yieldloop::spawn(move || -> Result<(), Error> {
+                        pool.get()?.execute(sql, &[])?;
+                        Ok(())
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.join().unwrap().unwrap();
+            }
+            start.elapsed()
+        };
+
+        // Opening 50 connections at once, beside the ticker: the start-ups
+        // are CPU work on this thread (50 tasks taking turns), so the bound
+        // is looser here.
         let stop = Rc::new(Cell::new(false));
         let ticks = ticker(stop.clone());
-        let start = Instant::now();
-        let tasks: Vec<_> = (0..50)
-            .map(|_| {
-                let pool = pool.clone();
-                yieldloop::spawn(move || -> Result<(), Error> {
-                    pool.get()?.execute("SELECT pg_sleep(0.2)", &[])?;
-                    Ok(())
-                })
-            })
-            .collect();
-        for task in tasks {
-            task.join().unwrap().unwrap();
-        }
-        let took = start.elapsed();
+        let took = fifty("SELECT 1");
+        stop.set(true);
+        let (_, longest) = ticks.join().unwrap();
+        eprintln!("50 connects: {took:?} in all, ticker's longest gap {longest:?}");
+        assert_eq!(pool.opened(), 50, "the checkouts did not overlap");
+        assert!(
+            longest < Duration::from_millis(200),
+            "ticker's longest gap while connecting: {longest:?}"
+        );
+
+        // 50 slow queries on the warm pool: each pauses only its task.
+        let stop = Rc::new(Cell::new(false));
+        let ticks = ticker(stop.clone());
+        let took = fifty("SELECT pg_sleep(0.2)");
         stop.set(true);
         let (count, longest) = ticks.join().unwrap();
+        eprintln!("50 x pg_sleep(0.2): {took:?} in all, ticker's longest gap {longest:?}");
         // One after another they would take 10 s.
-        assert!(took < Duration::from_secs(8), "50 sleeps took {took:?}");
+        assert!(took < Duration::from_secs(5), "50 sleeps took {took:?}");
         assert!(count >= 50, "ticker ticked {count} times");
         assert!(
             longest < Duration::from_millis(50),
             "ticker's longest gap: {longest:?}"
         );
+        assert_eq!(pool.opened(), 50);
         assert_eq!(pool.discarded(), 0);
         assert_eq!(pool.in_use(), 0);
     });
 }
 
+/// A checkout from a full pool waits for a connection to come back, or fails with a timeout.
 #[test]
 fn a_checkout_waits_for_a_free_connection_and_times_out() {
     let Some(server) = servers::postgres() else {
@@ -328,6 +355,7 @@ fn a_checkout_waits_for_a_free_connection_and_times_out() {
     .unwrap();
 }
 
+/// Syntax, constraint and arithmetic errors are the caller's, with their SQLSTATE; the connection goes back to the pool and is reused.
 #[test]
 fn a_query_error_is_the_callers_and_the_connection_goes_on() {
     let Some(server) = servers::postgres() else {
@@ -377,6 +405,28 @@ fn a_query_error_is_the_callers_and_the_connection_goes_on() {
     .unwrap();
 }
 
+/// The server's own `statement_timeout` ends a slow query with an error and keeps the connection.
+#[test]
+fn a_server_side_statement_timeout_is_an_error_and_the_connection_goes_on() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let mut opts = opts(&server);
+    opts.config_mut().options("-c statement_timeout=100ms");
+    yieldloop::run(move || -> Result<(), Error> {
+        let client = PgClient::connect(&opts)?;
+        let start = Instant::now();
+        let err = client.execute("SELECT pg_sleep(5)", &[]).unwrap_err();
+        assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(3));
+        assert!(!client.is_broken());
+        assert_eq!(client.query_one("SELECT 6", &[])?.get::<_, i32>(0), 6);
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// A refused connect is `Error::Connect`; a server that never answers the start-up hits the connect timeout.
 #[test]
 fn a_refused_or_silent_server_is_a_clear_error() {
     // A port nobody listens on: bound, then closed.
@@ -412,6 +462,7 @@ fn a_refused_or_silent_server_is_a_clear_error() {
     drop(silent);
 }
 
+/// SCRAM authentication: a wrong password is the server's `28P01`, the right one logs in.
 #[test]
 fn a_wrong_password_is_refused_and_the_right_one_logs_in() {
     let Some(server) = servers::postgres_with_password("s3cret") else {
@@ -429,6 +480,7 @@ fn a_wrong_password_is_refused_and_the_right_one_logs_in() {
     .unwrap();
 }
 
+/// `pg_terminate_backend` mid-query fails that query as a lost connection; the pool drops it while other tasks go on.
 #[test]
 fn a_terminated_backend_fails_its_query_and_the_pool_drops_it() {
     let Some(server) = servers::postgres() else {
@@ -510,6 +562,7 @@ fn a_terminated_backend_fails_its_query_and_the_pool_drops_it() {
     .unwrap();
 }
 
+/// The server shutting down mid-query fails that query; the pool drops it and its dead idle connection, and the next connect is refused.
 #[test]
 fn the_server_stopping_mid_query_fails_it_and_the_pool_drops_it() {
     let Some(server) = servers::postgres() else {
@@ -572,6 +625,7 @@ fn the_server_stopping_mid_query_fails_it_and_the_pool_drops_it() {
     });
 }
 
+/// A `timeout` around `pg_sleep(5)` returns on time, the pool drops the client, and the server stops the abandoned query.
 #[test]
 fn a_timeout_around_a_slow_query_ends_it_on_time_and_cancels_it_on_the_server() {
     let Some(server) = servers::postgres() else {
@@ -639,6 +693,7 @@ fn a_timeout_around_a_slow_query_ends_it_on_time_and_cancels_it_on_the_server() 
     .unwrap();
 }
 
+/// `cancel_query` from another task ends a running query with `57014`; the client goes on.
 #[test]
 fn a_running_query_can_be_cancelled_from_another_task() {
     let Some(server) = servers::postgres() else {
@@ -665,6 +720,7 @@ fn a_running_query_can_be_cancelled_from_another_task() {
     .unwrap();
 }
 
+/// A query still running when `run` ends is torn down without hanging, and the thread can run again.
 #[test]
 fn a_query_left_running_when_run_ends_is_torn_down_cleanly() {
     let Some(server) = servers::postgres() else {

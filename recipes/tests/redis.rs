@@ -404,14 +404,12 @@ fn the_server_dying_mid_call_fails_that_call_and_the_pool_drops_it() {
         assert_eq!(pool.discarded(), 1, "the broken connection was returned");
         assert_eq!(pool.in_use(), 0);
 
-        // The idle connection is dead too; using it fails and drops it, and
-        // a new connect is refused: clear errors, no hang.
-        let mut stale = pool.get().unwrap();
-        assert!(stale.get::<_, Option<i64>>("x").unwrap_err().is_io_error());
-        assert!(stale.is_broken());
-        drop(stale);
-        assert_eq!(pool.discarded(), 2);
+        // The idle connection is dead too: the checkout finds it closed,
+        // drops it, and tries a new connect, which is refused. Clear
+        // errors, no hang.
+        assert_eq!(pool.idle(), 1);
         assert!(pool.get().unwrap_err().is_connection_refusal());
+        assert_eq!((pool.idle(), pool.discarded(), pool.in_use()), (0, 2, 0));
 
         // The rest of the thread went on throughout.
         yieldloop::sleep(Duration::from_millis(20));
@@ -486,4 +484,59 @@ fn a_timeout_around_a_slow_blpop_ends_it_on_time_and_the_connection_is_not_reuse
         Ok(())
     })
     .unwrap();
+}
+
+#[test]
+fn idle_connections_closed_by_the_server_are_replaced_at_checkout() {
+    let Some(server) = servers::redis() else {
+        return;
+    };
+    let addr = server.addr();
+    yieldloop::run(move || -> RedisResult<()> {
+        let pool = Pool::new(PoolConfig::new(opts(addr)).max_size(4));
+        {
+            let (mut a, mut b) = (pool.get()?, pool.get()?);
+            let _: () = a.set("k", "v")?;
+            let _: () = b.set("k2", "v2")?;
+        }
+        assert_eq!(pool.idle(), 2);
+        // Another client has the server close every other normal client.
+        let mut admin = Connection::connect(&opts(addr))?;
+        let killed: i64 = redis::cmd("CLIENT")
+            .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+            .query(&mut admin)?;
+        assert_eq!(killed, 2);
+        // The close reaches our sockets a moment later.
+        yieldloop::sleep(Duration::from_millis(50));
+        let mut conn = pool.get()?;
+        assert_eq!(conn.get::<_, String>("k")?, "v");
+        drop(conn);
+        assert_eq!((pool.discarded(), pool.opened(), pool.idle()), (2, 3, 1));
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_pool_outlives_its_run_and_serves_the_next_one() {
+    let Some(server) = servers::redis() else {
+        return;
+    };
+    let config = PoolConfig::new(opts(server.addr())).max_size(2);
+    for round in 0..3i64 {
+        let config = config.clone();
+        yieldloop::run(move || -> RedisResult<()> {
+            let pool = config.pool();
+            // Each earlier run left one idle connection, registered with a
+            // scheduler that is gone: it is replaced, not handed out.
+            assert_eq!(pool.idle(), usize::from(round > 0));
+            let mut conn = pool.get()?;
+            assert_eq!(conn.incr::<_, _, i64>("rounds", 1)?, round + 1);
+            drop(conn);
+            assert_eq!(pool.opened(), round as u64 + 1);
+            assert_eq!(pool.discarded(), round as u64);
+            Ok(())
+        })
+        .unwrap();
+    }
 }

@@ -37,9 +37,10 @@
 //! `futures_io::AsyncRead`/`AsyncWrite` on them; with the feature `tokio`,
 //! `tokio::io::AsyncRead`/`AsyncWrite`. That is how a runtime-agnostic
 //! async crate runs on yieldloop's own reactor, with no second runtime and
-//! no thread hop. Polled anywhere else (on another thread, after `run`
-//! returned) they answer with an [`Unsupported`](std::io::ErrorKind)
-//! error, never a panic.
+//! no thread hop. Polled where that reactor cannot serve them (after
+//! `run` returned, or in another `run`) they answer with an
+//! [`Unsupported`](std::io::ErrorKind) error, never a panic; they cannot
+//! reach another thread at all (they are not `Send`).
 //!
 //! ```
 //! use futures::io::{AsyncReadExt, AsyncWriteExt};
@@ -66,6 +67,15 @@
 //! })
 //! .unwrap();
 //! ```
+//!
+//! The sockets keep their blocking-style `std::io::Read`/`Write` beside
+//! the async traits, so with both `std::io::Read` and an async extension
+//! trait (`futures::io::AsyncReadExt`, `tokio::io::AsyncReadExt`) in scope,
+//! a call such as `stream.read_exact(&mut buf)` is ambiguous: import only
+//! the one a module uses, or name the trait
+//! (`AsyncReadExt::read_exact(&mut stream, &mut buf)`). Likewise the
+//! sockets' own `shutdown(how)` comes before tokio's
+//! `AsyncWriteExt::shutdown()`, which is then named in full.
 //!
 //! # Where it stands
 //!

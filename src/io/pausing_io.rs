@@ -271,20 +271,19 @@ impl Registration {
         })
     }
 
-    /// An error unless the caller runs on the scheduler the source is
-    /// registered with (in a task of it if `in_task`), the only place it
-    /// can be waited on (the calls that retry leave this to the scheduler,
-    /// which refuses an unknown id).
-    fn check_home(&self, in_task: bool) -> io::Result<()> {
-        let home = (!in_task || crate::task::in_task())
-            && scheduler::try_with_scheduler(|s| s.id) == Some(self.sched);
+    /// An error unless the caller is a task of the scheduler the source is
+    /// registered with, the only tasks that can wait on it (the calls that
+    /// retry leave this to the scheduler, which refuses an unknown id).
+    fn check_home(&self) -> io::Result<()> {
+        let home =
+            crate::task::in_task() && scheduler::try_with_scheduler(|s| s.id) == Some(self.sched);
         if home {
             return Ok(());
         }
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
-            "yieldloop: a socket, pipe or descriptor can only be waited on in the \
-             yieldloop::run (or Runtime worker) that created it, on its thread",
+            "yieldloop: a socket, pipe or descriptor can only be waited on in a task of the \
+             yieldloop::run (or Runtime worker) that created it",
         ))
     }
 
@@ -523,7 +522,7 @@ impl<T> PausingIo<T> {
     /// registered with; `TimedOut`; `Interrupted` while the task is
     /// cancelled.
     pub fn readable(&self) -> io::Result<()> {
-        self.reg.check_home(true)?;
+        self.reg.check_home()?;
         suspend_io(Op::ReadReady(
             self.reg.id,
             deadline_in(self.reg.read_timeout.get()),
@@ -537,7 +536,7 @@ impl<T> PausingIo<T> {
     ///
     /// As for `readable`, with the [write timeout](Self::set_write_timeout).
     pub fn writable(&self) -> io::Result<()> {
-        self.reg.check_home(true)?;
+        self.reg.check_home()?;
         suspend_io(Op::WriteReady(
             self.reg.id,
             deadline_in(self.reg.write_timeout.get()),

@@ -324,6 +324,13 @@ impl Reactor {
         std::mem::take(&mut self.woken)
     }
 
+    /// The list of wakers to wake once the scheduler's state is let go
+    /// of, for the scheduler to add the wakers of due timers to.
+    #[inline]
+    pub(crate) fn woken_mut(&mut self) -> &mut Vec<Waker> {
+        &mut self.woken
+    }
+
     /// Takes back the emptied list from [`take_woken`](Self::take_woken).
     pub(crate) fn restore_woken(&mut self, list: Vec<Waker>) {
         if self.woken.is_empty() {

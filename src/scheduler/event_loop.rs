@@ -41,7 +41,9 @@ struct Turn {
 }
 
 impl Core {
-    /// Wakes every task whose deadline is due at `now`.
+    /// Wakes every task whose deadline is due at `now`, and files the
+    /// wakers of the futures' timers due by then with the reactor's list of
+    /// wakers to wake once the state is let go of.
     fn fire_timers(&mut self, now: Instant) {
         while let Some(entry) = self.timers.pop_due(now) {
             let value = match entry.kind {
@@ -50,6 +52,14 @@ impl Core {
             };
             self.waking().wake_by_timer(entry.waiter, value);
         }
+        if !self.waker_timers.is_empty() {
+            self.waker_timers.fire_due(now, self.reactor.woken_mut());
+        }
+    }
+
+    /// Are any timers armed, of tasks or of futures (stale ones included)?
+    fn has_timers(&self) -> bool {
+        !self.timers.is_empty() || !self.waker_timers.is_empty()
     }
 
     /// Until when the next poll may block: `now` if tasks are ready, else
@@ -59,7 +69,11 @@ impl Core {
             return Some(now);
         }
         let tasks = &self.tasks;
-        self.timers.next_deadline(|w| tasks.is_waiting(w))
+        let of_tasks = self.timers.next_deadline(|w| tasks.is_waiting(w));
+        match (of_tasks, self.waker_timers.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 
@@ -276,8 +290,13 @@ impl Scheduler {
                 if turns_without_poll < POLL_EVERY_TURNS
                     || resumes_without_poll < POLL_EVERY_RESUMES
                 {
-                    if !core.timers.is_empty() {
+                    if core.has_timers() {
                         core.fire_timers(Instant::now());
+                        if core.reactor.has_woken() {
+                            let woken = core.reactor.take_woken();
+                            drop(core);
+                            self.wake_wakers(woken);
+                        }
                     }
                     continue;
                 }

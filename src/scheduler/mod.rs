@@ -35,12 +35,13 @@ use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Waker;
+use std::time::Instant;
 
 use crate::protocol::{IoId, Resume, SchedulerId, TaskId, WaitToken};
 use crate::reactor::{PollReady, Reactor, ReadEvents, Readiness, RemoteQueue, WaitFor, Wakeups};
 use crate::stack::{PooledStack, MAIN_STACK_SIZE};
 use crate::task::{self, OwnedHeader};
-use crate::timer::Timers;
+use crate::timer::{Timers, WakerTimers};
 use crate::trace;
 
 mod current;
@@ -72,6 +73,8 @@ pub(crate) struct Scheduler {
 struct Core {
     tasks: TaskTable,
     timers: Timers,
+    /// The timers of futures ([`Sleep`](crate::Sleep)), which wake wakers.
+    waker_timers: WakerTimers,
     reactor: Reactor,
 }
 
@@ -117,6 +120,7 @@ impl Scheduler {
             core: RefCell::new(Core {
                 tasks: TaskTable::default(),
                 timers: Timers::default(),
+                waker_timers: WakerTimers::default(),
                 reactor: Reactor::new()?,
             }),
             ready_buf: RefCell::new(Vec::new()),
@@ -325,6 +329,27 @@ impl Scheduler {
                 Ok(false)
             }
         }
+    }
+
+    /// Arms a timer that wakes `waker` at `deadline`, for a future.
+    pub(crate) fn arm_waker_timer(&self, deadline: Instant, waker: Waker) -> WaitToken {
+        self.core.borrow_mut().waker_timers.arm(deadline, waker)
+    }
+
+    /// Files `waker` for the future's timer `w`; false if `w` has fired (or
+    /// was disarmed) meanwhile.
+    pub(crate) fn update_waker_timer(&self, w: WaitToken, waker: &Waker) -> bool {
+        let (armed, replaced) = self.core.borrow_mut().waker_timers.update(w, waker);
+        // Dropped with the state let go of: a waker's destructor is
+        // foreign code.
+        drop(replaced);
+        armed
+    }
+
+    /// Disarms the future's timer `w`, if it is still armed.
+    pub(crate) fn disarm_waker_timer(&self, w: WaitToken) {
+        let waker = self.core.borrow_mut().waker_timers.disarm(w);
+        drop(waker);
     }
 
     /// Wakes the wakers taken from the reactor, with the scheduler's state

@@ -25,9 +25,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// start-up on a busy shared machine takes seconds.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long a server may take to exit after its polite stop signal before
-/// it is killed.
-pub const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a server may take to exit after each stop signal before the
+/// next, firmer one (SIGKILL last).
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// How many times a start is retried when another process took the free
 /// port between our probe and the server's own bind.
@@ -113,12 +113,12 @@ pub fn pid_alive(pid: u32) -> bool {
     send_signal(pid, "0")
 }
 
-/// A running server process: stopped on drop with `stop_signal`, then
-/// SIGKILL if it has not exited within [`STOP_TIMEOUT`], and always reaped.
+/// A running server process: stopped on drop with each of `stop_signals` in
+/// turn, each given [`STOP_TIMEOUT`] to work, then SIGKILL; always reaped.
 #[derive(Debug)]
 struct Process {
     child: Option<Child>,
-    stop_signal: &'static str,
+    stop_signals: &'static [&'static str],
     log: PathBuf,
 }
 
@@ -147,14 +147,22 @@ impl Process {
         if let Ok(Some(_)) = child.try_wait() {
             return;
         }
-        send_signal(child.id(), self.stop_signal);
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while Instant::now() < deadline {
-            match child.try_wait() {
-                Ok(Some(_)) => return,
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                Err(_) => break,
+        for signal in self.stop_signals {
+            send_signal(child.id(), signal);
+            let deadline = Instant::now() + STOP_TIMEOUT;
+            while Instant::now() < deadline {
+                match child.try_wait() {
+                    Ok(Some(_)) => return,
+                    Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                    Err(_) => break,
+                }
             }
+            let _ = writeln!(
+                std::io::stderr(),
+                "server {} still running {STOP_TIMEOUT:?} after SIG{signal}\n--- log:\n{}",
+                child.id(),
+                self.log_text()
+            );
         }
         let _ = child.kill();
         let _ = child.wait();
@@ -285,7 +293,7 @@ pub fn redis_with(args: &[&str]) -> Option<RedisServer> {
             .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
         let mut proc = Process {
             child: Some(child),
-            stop_signal: "TERM",
+            stop_signals: &["TERM"],
             log: log.clone(),
         };
         match wait_ready(&mut proc, addr, "redis-server", |_| true) {
@@ -513,6 +521,7 @@ fn start_postgres(password: Option<&str>) -> Option<PgServer> {
             .args(["-c", "full_page_writes=off"])
             .args(["-c", "dynamic_shared_memory_type=mmap"])
             .args(["-c", "logging_collector=off", "-c", "lc_messages=C"])
+            .args(["-c", "authentication_timeout=5s"])
             .env("LC_ALL", "C")
             .current_dir(dir.path())
             .stdin(Stdio::null())
@@ -522,9 +531,16 @@ fn start_postgres(password: Option<&str>) -> Option<PgServer> {
             .unwrap_or_else(|e| panic!("starting postgres: {e}"));
         // SIGINT is PostgreSQL's "fast shutdown": it ends open sessions and
         // exits; SIGTERM ("smart") would wait for every client to leave.
+        // SIGQUIT ("immediate") and SIGKILL follow if it hangs on.
+        //
+        // A connection that has not sent its start-up packet when the stop
+        // comes keeps the postmaster waiting (seen with PostgreSQL 15, even
+        // through SIGQUIT) until `authentication_timeout` ends that backend:
+        // 60 s by default, 5 s here, which bounds such a stop and still
+        // leaves a loaded machine time to log in.
         let mut proc = Process {
             child: Some(child),
-            stop_signal: "INT",
+            stop_signals: &["INT", "QUIT"],
             log: log.clone(),
         };
         let ready = |log: &str| log.contains("database system is ready to accept connections");

@@ -4,8 +4,18 @@ use std::fmt::Write as _;
 
 use crate::data::{cell, stat, Rec, Stat};
 
-/// The HTTP servers, in table order.
-pub const HTTP_SERVERS: [&str; 2] = ["yieldloop", "hyper"];
+/// The HTTP servers, in table order, as `bench/results/http.txt` names
+/// them.
+pub const HTTP_SERVERS: [&str; 3] = ["yieldloop", "hyper", "hyper_yieldloop"];
+
+/// How the tables name a server.
+fn label(server: &str) -> &str {
+    match server {
+        "hyper" => "hyper on tokio",
+        "hyper_yieldloop" => "hyper on yieldloop",
+        other => other,
+    }
+}
 /// Keep-alive connections per HTTP run.
 pub const HTTP_CONNS: [u64; 2] = [64, 256];
 
@@ -87,8 +97,12 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String, clk_tck
          handler-based server (`recipes/src/http/`: `httparse`, one task per connection, \
          keep-alive, pipelining, a `Date` header formatted once a second) on one \
          scheduler; hyper 1.x serves the same routes on tokio `current_thread` (one \
-         task per connection, `http1` with keep-alive). Both answer `GET /` with the \
-         same 22-byte body and set `TCP_NODELAY`. The load is {gen}: C keep-alive \
+         task per connection, `http1` with keep-alive, no timer); and hyper 1.x on \
+         yieldloop with no tokio runtime (the hyper recipe, `recipes/src/hyper/`: one \
+         yieldloop task per connection driving hyper's connection future, yieldloop's \
+         sockets as hyper's I/O and its timers as hyper's timer, which turns on \
+         hyper's header read timeout: one timer armed and disarmed per request). All \
+         answer `GET /` with the same 22-byte body and set `TCP_NODELAY`. The load is {gen}: C keep-alive \
          connections in a closed loop, each sending `GET /` and waiting for the whole \
          answer before the next. Server pinned with `{}`, load with `{}`. A fresh \
          server per run; {} runs per cell, {} s measured{warmup}.\n",
@@ -132,7 +146,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String, clk_tck
         let _ = writeln!(w, "### {title}\n");
         header(w);
         for s in HTTP_SERVERS {
-            let _ = write!(w, "| {s} |");
+            let _ = write!(w, "| {} |", label(s));
             for c in HTTP_CONNS {
                 let _ = write!(w, " {} |", cell(what(&http_cell(recs, s, c, clk_tck))));
             }
@@ -149,6 +163,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String, clk_tck
     for s in HTTP_SERVERS {
         for c in HTTP_CONNS {
             let e = http_cell(recs, s, c, clk_tck);
+            let s = label(s);
             failures.extend(e.failures.iter().map(|f| format!("{s}, {c} conns: {f}")));
             let _ = writeln!(
                 w,

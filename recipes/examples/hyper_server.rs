@@ -1,0 +1,53 @@
+//! hyper 1.x serving HTTP/1.1 on yieldloop, with no tokio runtime: the
+//! `http_server` recipe's routes (`GET /`, `GET /sleep?ms=N`), one
+//! connection task per connection, keep-alive, one scheduler per worker.
+//!
+//! ```text
+//! cargo run --release --example hyper_server                       # 127.0.0.1:8081, one worker per core
+//! cargo run --release --example hyper_server -- --addr 127.0.0.1:9000 --workers 2
+//! curl -i http://127.0.0.1:8081/
+//! curl -i 'http://127.0.0.1:8081/sleep?ms=300'
+//! wrk -t2 -c64 -d10s http://127.0.0.1:8081/
+//! ```
+//!
+//! It serves until stopped (Ctrl-C).
+
+use yieldloop_recipes::hyper::{demo, Server};
+
+fn main() {
+    let mut addr = String::from("127.0.0.1:8081");
+    let mut workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next()) {
+            ("--addr", Some(v)) => addr = v,
+            ("--workers", Some(v)) => match v.parse() {
+                Ok(n) if n > 0 => workers = n,
+                _ => usage(&format!("--workers wants a positive number, not {v:?}")),
+            },
+            _ => usage(&format!("unknown argument {arg:?}")),
+        }
+    }
+    let server = match Server::bind(addr.as_str(), workers) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("hyper_server: cannot listen on {addr}: {e}");
+            std::process::exit(1);
+        }
+    };
+    // On stderr, like the other servers' start-up line.
+    eprintln!(
+        "hyper on yieldloop: listening on {} ({workers} worker{})",
+        server.local_addr(),
+        if workers == 1 { "" } else { "s" }
+    );
+    if let Err(e) = server.run(|| hyper::service::service_fn(demo)) {
+        eprintln!("hyper_server: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn usage(why: &str) -> ! {
+    eprintln!("hyper_server: {why}\nusage: hyper_server [--addr HOST:PORT] [--workers N]");
+    std::process::exit(2);
+}

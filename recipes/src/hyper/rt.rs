@@ -1,0 +1,84 @@
+//! What hyper asks of a runtime, from yieldloop: I/O, a timer, an executor.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use hyper_util::rt::TokioIo;
+use yieldloop::net::TcpStream;
+
+/// A yieldloop `TcpStream` as hyper's I/O: hyper's `rt::Read`/`rt::Write`
+/// over tokio's `AsyncRead`/`AsyncWrite`, which the stream implements on
+/// yieldloop's reactor (its feature `tokio`; no tokio runtime runs).
+pub type Io = TokioIo<TcpStream>;
+
+/// Wraps `stream` for hyper; see [`Io`].
+pub fn io(stream: TcpStream) -> Io {
+    TokioIo::new(stream)
+}
+
+/// hyper's `rt::Executor` on yieldloop: each future hyper hands over (an
+/// HTTP/2 stream, a connection's background work) becomes a task of the
+/// calling thread's scheduler, through [`yieldloop::spawn_future`], and is
+/// detached.
+///
+/// The futures need not be `Send`: they run on the thread that spawned
+/// them. Like `spawn_future`, it panics outside a yieldloop run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct YieldloopExecutor;
+
+impl<F> hyper::rt::Executor<F> for YieldloopExecutor
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    fn execute(&self, fut: F) {
+        // Detached: hyper learns of the end through its own channels.
+        drop(yieldloop::spawn_future(fut));
+    }
+}
+
+/// hyper's `rt::Timer` on yieldloop's timers: each sleep is a
+/// [`yieldloop::Sleep`], a timer on the scheduler of the thread that polls
+/// it, whose waker that scheduler wakes at the deadline. Resetting one
+/// moves its deadline in place.
+///
+/// hyper's HTTP/1.1 server uses it for its header read timeout (30 s by
+/// default once a timer is set) and keep-alive timers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct YieldloopTimer;
+
+/// The sleep [`YieldloopTimer`] hands hyper: a [`yieldloop::Sleep`] as a
+/// `hyper::rt::Sleep`.
+#[derive(Debug)]
+pub struct YieldloopSleep(yieldloop::Sleep);
+
+impl Future for YieldloopSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl hyper::rt::Sleep for YieldloopSleep {}
+
+impl hyper::rt::Timer for YieldloopTimer {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(YieldloopSleep(yieldloop::sleep_future(duration)))
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(YieldloopSleep(yieldloop::sleep_until_future(deadline)))
+    }
+
+    fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, new_deadline: Instant) {
+        // Ours: move its deadline, keeping the allocation. Another timer's
+        // sleep: replace it.
+        match sleep.as_mut().downcast_mut_pin::<YieldloopSleep>() {
+            Some(mine) => mine.get_mut().0.reset(new_deadline),
+            None => *sleep = self.sleep_until(new_deadline),
+        }
+    }
+}
