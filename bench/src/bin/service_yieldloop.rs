@@ -19,12 +19,11 @@ fn main() {
     // With --pool, as many connections as the load has (64), so that no
     // request waits for a checkout.
     let pool_mode = pool;
-    let pool = PoolConfig::new(
-        ConnectOptions::new(redis)
-            .connect_timeout(Duration::from_secs(2))
-            .read_timeout(Duration::from_secs(5)),
-    )
-    .max_size(yieldloop_bench::SERVICE_REDIS_CONNS);
+    // No read timeout: like the tokio peer's client by default, a call
+    // waits as long as its reply takes (a timeout would put a timer per
+    // call on the scheduler's heap).
+    let connect = ConnectOptions::new(redis).connect_timeout(Duration::from_secs(2));
+    let pool = PoolConfig::new(connect).max_size(yieldloop_bench::SERVICE_REDIS_CONNS);
     let config = ServiceConfig::new(pool).multiplexed(!pool_mode);
     // One worker: the benchmark compares one scheduler thread with one
     // tokio current_thread runtime.
