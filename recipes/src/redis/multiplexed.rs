@@ -39,8 +39,10 @@ use super::{ConnectOptions, Connection};
 /// and [`is_broken`](Self::is_broken) says so: make a new one. A call
 /// whose reply does not come within the options' read timeout fails with
 /// `TimedOut` and breaks the connection too. A caller that stops waiting
-/// (a [`yieldloop::timeout`] around it) leaves the connection in step: its
-/// reply is read and dropped.
+/// for its reply (a [`yieldloop::timeout`] around it) leaves the
+/// connection in step: its reply is read and dropped. The one caller that
+/// is writing the queued commands when it is interrupted breaks it, since
+/// part of them may have gone out.
 ///
 /// # Examples
 ///
