@@ -154,3 +154,33 @@ fn the_server_dying_fails_every_call_promptly() {
     });
     outcome.unwrap();
 }
+
+/// A caller that gives up waiting (a `timeout` around it) leaves the
+/// connection in step: its late reply is dropped and the next caller gets
+/// its own.
+#[test]
+fn a_caller_that_gives_up_leaves_the_connection_in_step() {
+    let Some(server) = servers::redis() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || -> RedisResult<()> {
+        let conn = Multiplexed::connect(&opts)?;
+        let mut c = conn.clone();
+        let _: () = c.set("mux:after", "mine")?;
+        let started = Instant::now();
+        // BLPOP holds the connection about 300 ms; the caller leaves at 50.
+        let gave_up = yieldloop::timeout(Duration::from_millis(50), || {
+            c.blpop::<_, Option<(String, String)>>("mux:empty", 0.3)
+        });
+        assert!(gave_up.is_err(), "{gave_up:?}");
+        assert!(started.elapsed() < Duration::from_millis(250));
+        assert!(!conn.is_broken());
+        // Queued behind the BLPOP: its nil reply goes nowhere, this one's here.
+        assert_eq!(c.get::<_, String>("mux:after")?, "mine");
+        assert!(started.elapsed() >= Duration::from_millis(250));
+        assert_eq!(conn.waiting(), 0);
+        Ok(())
+    })
+    .unwrap();
+}
