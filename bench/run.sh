@@ -2,8 +2,9 @@
 # Builds the comparison benchmarks and yieldloop's echo_server and echo_load
 # examples (release), measures what the first touch of memory costs on this
 # machine, runs the benchmarks (hand-over micro-benchmarks, timer lateness,
-# sleepers, echo servers, HTTP servers, thread-per-core scaling, database
-# round trips and a ticker beside database waits), and writes docs/benchmarks.md
+# sleepers, echo servers, HTTP servers, thread-per-core scaling, the Redis-backed
+# example service, database round trips and a ticker beside database waits),
+# and writes docs/benchmarks.md
 # and docs/src/img/sleepers.svg from the raw results in bench/results/.
 #
 # Go, the stackful peer, is built from bench/go (standard library only) with
@@ -54,7 +55,11 @@
 #   DB_TIMEOUT [120]  seconds before a database run is killed and marked failed
 #   DB_TOKIO_WORKERS [""]  worker threads of on_tokio's shared runtime in the
 #                   db stage; empty: tokio's default, one per CPU
-#   STAGES ["handover lateness sleepers echo syscalls http scaling db"]  the stages
+#   SERVICE_REPS [3]  runs per service cell (the example service's Redis endpoint:
+#                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
+#                   the HTTP stage's load generator; needs redis-server
+#                   (apt-get install redis-server), else the stage is skipped
+#   STAGES ["handover lateness sleepers echo syscalls http scaling service db"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
 #                   echo and syscalls stages, e.g. "yieldloop floor go"; names:
@@ -104,7 +109,8 @@ DB_TASKS=${DB_TASKS:-50}
 DB_WAIT_MS=${DB_WAIT_MS:-200}
 DB_TIMEOUT=${DB_TIMEOUT:-120}
 DB_TOKIO_WORKERS=${DB_TOKIO_WORKERS:-}
-STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling db}
+SERVICE_REPS=${SERVICE_REPS:-3}
+STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling service db}
 RUNTIMES=${RUNTIMES:-all}
 OUT_MD=${OUT_MD:-docs/benchmarks.md}
 OUT_SVG=${OUT_SVG:-docs/src/img/sleepers.svg}
@@ -176,7 +182,7 @@ BUILD_S=$(elapsed)
 case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
 case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
 mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
-rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -234,7 +240,7 @@ fi
         commit="$commit (with uncommitted changes in src/ or Cargo.toml)"
     fi
     echo "yieldloop=$commit"
-    echo "versions=$(awk '/^name = "(tokio|may|mio|hyper|plotters)"$/ {n=$3} /^version/ && n {gsub(/"/,"",n); gsub(/"/,"",$3); printf "%s %s, ", n, $3; n=""}' "$BENCH/Cargo.lock" | sed 's/, $//')"
+    echo "versions=$(awk '/^name = "(tokio|may|mio|hyper|plotters|redis)"$/ {n=$3} /^version/ && n {gsub(/"/,"",n); gsub(/"/,"",$3); printf "%s %s, ", n, $3; n=""}' "$BENCH/Cargo.lock" | sed 's/, $//')"
     echo "pin_server=${PIN_SERVER:-none}"
     echo "pin_client=${PIN_CLIENT:-none}"
     echo "reps=$REPS"
@@ -257,6 +263,8 @@ fi
     echo "http_load=$HTTP_LOAD"
     echo "http_load_version=$HTTP_LOAD_VERSION"
     echo "scale_reps=$SCALE_REPS"
+    echo "service_reps=$SERVICE_REPS"
+    echo "redis_version=$(redis-server --version 2>/dev/null | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
     echo "scale_secs=$SCALE_SECS"
     echo "db_reps=$DB_REPS"
     echo "db_n=$DB_N"
@@ -312,6 +320,22 @@ if [ "$HTTP_LOAD" = wrk ]; then
     echo "${PIN_CLIENT:+$PIN_CLIENT }wrk -t1 -c {64|256} -d ${HTTP_SECS}s --latency http://127.0.0.1:PORT/" >>"$RES/commands.txt"
 else
     echo "${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/http_load --addr 127.0.0.1:PORT --conns {64|256} --duration ${HTTP_SECS} --warmup ${HTTP_WARMUP}" >>"$RES/commands.txt"
+fi
+cat >>"$RES/commands.txt" <<EOF
+# the example service's Redis endpoint (GET /hits/bench, one Redis GET per
+# request) on one thread: yieldloop_recipes::service on one worker with one
+# multiplexed Redis connection (or, with --pool, a pool of up to 64), or hyper on
+# tokio current_thread with redis's MultiplexedConnection; one redis-server for
+# the stage (pinned with the client), a fresh service per run, CPU of the
+# service and of Redis as for HTTP
+${PIN_CLIENT:+$PIN_CLIENT }redis-server --port RPORT --bind 127.0.0.1 --save '' --appendonly no &
+${PIN_SERVER:+$PIN_SERVER }bench/target/release/service_{yieldloop|tokio} --addr 127.0.0.1:PORT --redis 127.0.0.1:RPORT &
+${PIN_SERVER:+$PIN_SERVER }bench/target/release/service_yieldloop --pool --addr 127.0.0.1:PORT --redis 127.0.0.1:RPORT &
+EOF
+if [ "$HTTP_LOAD" = wrk ]; then
+    echo "${PIN_CLIENT:+$PIN_CLIENT }wrk -t1 -c 64 -d ${HTTP_SECS}s --latency http://127.0.0.1:PORT/hits/bench" >>"$RES/commands.txt"
+else
+    echo "${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/http_load --addr 127.0.0.1:PORT --path /hits/bench --conns 64 --duration ${HTTP_SECS} --warmup ${HTTP_WARMUP}" >>"$RES/commands.txt"
 fi
 cat >>"$RES/commands.txt" <<EOF
 # thread-per-core scaling: yieldloop's own examples, nothing pinned, a fresh
@@ -564,7 +588,7 @@ read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || eph_lo=3
 port=$((eph_lo > 21000 ? 21000 : 1024 + 2000))
 
 # Starts server binary $1 (echo_tokio, http_hyper, ...) on a free port
-# (trying a few); sets $spid and $addr.
+# (trying a few), with the further arguments "${@:2}"; sets $spid and $addr.
 start_server() {
     local tries
     for tries in 1 2 3 4 5; do
@@ -575,7 +599,7 @@ start_server() {
             *) CMD=("$BIN/$1") ;;
         esac
         # shellcheck disable=SC2086
-        $PIN_SERVER "${CMD[@]}" --addr "$addr" 2>"$RES/server.err" &
+        $PIN_SERVER "${CMD[@]}" --addr "$addr" "${@:2}" 2>"$RES/server.err" &
         spid=$!
         sleep 0.2
         if kill -0 "$spid" 2>/dev/null; then
@@ -735,6 +759,86 @@ if want http; then
             rm -f "$RES/server.err" "$RES/client.err"
             ;;
     esac
+fi
+
+# ---------------------------------------------------------------- service
+# The example service's Redis endpoint on one thread: GET /hits/bench, one
+# Redis GET per request, 64 keep-alive connections in a closed loop. One
+# redis-server for the stage, pinned with the client so that the service's
+# core is its own. Service and Redis CPU are read as for HTTP.
+if want service; then
+    why=""
+    case $HTTP_LOAD in none*) why=${HTTP_LOAD#none (}; why=${why%)} ;; esac
+    command -v redis-server >/dev/null || why="redis-server not found (apt-get install redis-server)"
+    if [ -z "$why" ]; then
+        port=$((port + 1))
+        rport=$port
+        # shellcheck disable=SC2086
+        $PIN_CLIENT redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+            --daemonize no --logfile '' >"$RES/redis.log" 2>&1 &
+        rpid=$!
+        for _ in $(seq 1 50); do
+            (exec 3<>"/dev/tcp/127.0.0.1/$rport") 2>/dev/null && break
+            sleep 0.1
+        done
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$rport") 2>/dev/null; then
+            why="redis-server did not start: $(tail -n1 "$RES/redis.log")"
+            kill "$rpid" 2>/dev/null
+            wait "$rpid" 2>/dev/null
+        fi
+    fi
+    if [ -n "$why" ]; then
+        log "service: skipped: $why"
+        echo "service ok=0 skipped=1 reason=$why" >>"$RES/service.txt"
+    else
+        for rep in $(seq 1 "$SERVICE_REPS"); do
+            for server in yieldloop tokio yieldloop-pool; do
+                what="service server=$server conns=64 rep=$rep load=$HTTP_LOAD"
+                case $server in
+                    yieldloop-pool) bin=service_yieldloop pool=--pool ;;
+                    *) bin=service_$server pool="" ;;
+                esac
+                # shellcheck disable=SC2086
+                if ! start_server "$bin" --redis "127.0.0.1:$rport" $pool; then
+                    echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/service.txt"
+                    continue
+                fi
+                log "service $server run $rep/$SERVICE_REPS ($addr, Redis on $rport, $HTTP_LOAD)"
+                read -r u0 s0 < <(stat_ticks "$spid")
+                read -r ru0 rs0 < <(stat_ticks "$rpid")
+                if [ "$HTTP_LOAD" = wrk ]; then
+                    # shellcheck disable=SC2086
+                    raw=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT wrk -t1 -c 64 -d "${HTTP_SECS}s" \
+                        --latency "http://$addr/hits/bench" 2>"$RES/client.err")
+                    rc=$?
+                    out=$(printf '%s\n' "$raw" | parse_wrk 64) || { [ $rc -eq 0 ] && rc=1; }
+                else
+                    # shellcheck disable=SC2086
+                    out=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT "$BIN/http_load" --addr "$addr" --path /hits/bench \
+                        --conns 64 --duration "$HTTP_SECS" --warmup "$HTTP_WARMUP" 2>"$RES/client.err")
+                    rc=$?
+                    out=${out#http_load }
+                fi
+                sleep 0.2
+                read -r u1 s1 < <(stat_ticks "$spid")
+                read -r ru1 rs1 < <(stat_ticks "$rpid")
+                kill "$spid" 2>/dev/null
+                wait "$spid" 2>/dev/null
+                if [ $rc -eq 0 ] && [ -n "$out" ]; then
+                    echo "service server=$server rep=$rep load=$HTTP_LOAD utime=$((u1 - u0)) stime=$((s1 - s0)) redis_utime=$((ru1 - ru0)) redis_stime=$((rs1 - rs0)) $out ok=1" >>"$RES/service.txt"
+                else
+                    case $rc in
+                        124) reason="$HTTP_LOAD killed after ${HTTP_TIMEOUT} s (timeout)" ;;
+                        *) reason="$HTTP_LOAD exit $rc: $(tail -n1 "$RES/client.err")" ;;
+                    esac
+                    echo "$what ok=0 reason=$reason" >>"$RES/service.txt"
+                fi
+            done
+        done
+        kill "$rpid" 2>/dev/null
+        wait "$rpid" 2>/dev/null
+        rm -f "$RES/server.err" "$RES/client.err" "$RES/redis.log"
+    fi
 fi
 
 # ---------------------------------------------------------------- scaling

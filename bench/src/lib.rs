@@ -19,6 +19,41 @@ pub fn addr_arg(prog: &str) -> String {
     addr
 }
 
+/// Redis connections the native service may open (its pool's maximum): one
+/// per load connection of the benchmark, so that no request waits for one.
+pub const SERVICE_REDIS_CONNS: usize = 64;
+
+/// Parses `--addr HOST:PORT --redis HOST:PORT [--pool]` (the service
+/// benchmarks' arguments): where to listen, where Redis is, and whether to
+/// use a pool of Redis connections rather than one multiplexed one.
+pub fn service_args(prog: &str) -> (String, String, bool) {
+    let mut addr = "127.0.0.1:1235".to_string();
+    let mut redis = "127.0.0.1:6379".to_string();
+    let mut pool = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let slot = match a.as_str() {
+            "--pool" => {
+                pool = true;
+                continue;
+            }
+            "--addr" => &mut addr,
+            "--redis" => &mut redis,
+            _ => service_usage(prog),
+        };
+        match args.next() {
+            Some(v) => *slot = v,
+            None => service_usage(prog),
+        }
+    }
+    (addr, redis, pool)
+}
+
+fn service_usage(prog: &str) -> ! {
+    eprintln!("usage: {prog} --addr HOST:PORT --redis HOST:PORT [--pool]");
+    std::process::exit(2);
+}
+
 fn usage(prog: &str) -> ! {
     eprintln!("usage: {prog} --addr HOST:PORT");
     std::process::exit(2);

@@ -11,6 +11,7 @@
 //! cargo run --release --example hyper_server  # hyper on yieldloop on 127.0.0.1:8081
 //! cargo run --release --example redis_counter -- redis://127.0.0.1:6379/0   # needs a redis-server
 //! cargo run --release --example pg_visits -- "host=127.0.0.1 user=postgres dbname=postgres"   # needs a PostgreSQL
+//! cargo run --release --example service -- --redis redis://127.0.0.1:6379/0 --postgres 'host=127.0.0.1 user=postgres'
 //! ```
 //!
 //! # Layout
@@ -34,6 +35,9 @@
 //!   connection future on [`yieldloop::spawn_future`]), blocking-style
 //!   calls, and a per-worker pool (`pg_visits` is its example program).
 //! - [`pool`]: the per-worker connection pool both clients use.
+//! - [`service`]: the handler of the `service` example, JSON endpoints
+//!   on [`serve_with`](http::serve_with) backed by Redis and PostgreSQL
+//!   through per-worker pools.
 //!
 //! # Examples
 //!
@@ -76,3 +80,4 @@ pub mod hyper;
 pub mod pool;
 pub mod postgres;
 pub mod redis;
+pub mod service;

@@ -17,6 +17,13 @@
 //! (no locks, no cross-thread hand-off), and [`PoolConfig::pool`] hands a
 //! task its thread's pool for a configuration shared by all workers.
 //!
+//! [`Multiplexed`] is the other way to share: one connection for all the
+//! tasks of a thread, the commands they issue in the same scheduler turn
+//! written together and the replies read by a task of its own. Under many
+//! concurrent tasks it costs far fewer system calls (here and in Redis)
+//! than a connection per task; commands that hold a connection (`BLPOP`,
+//! `WATCH`) belong on a pooled one.
+//!
 //! # Connecting
 //!
 //! [`ConnectOptions`] says where and how: the address, `AUTH` (a password,
@@ -95,6 +102,9 @@ use ::redis::{
 use yieldloop::net::TcpStream;
 
 use crate::pool;
+
+mod multiplexed;
+pub use multiplexed::Multiplexed;
 
 // ---------------------------------------------------------------------------
 // Options

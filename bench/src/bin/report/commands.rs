@@ -37,6 +37,7 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
         ("HTTP_REPS", "http_reps"),
         ("HTTP_SECS", "http_secs"),
         ("HTTP_WARMUP", "http_warmup"),
+        ("SERVICE_REPS", "service_reps"),
         ("SCALE_REPS", "scale_reps"),
         ("SCALE_SECS", "scale_secs"),
         ("DB_REPS", "db_reps"),
@@ -74,7 +75,7 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
          `FIRSTTOUCH_SETTLE`, `ECHO_REPS`, `ECHO_SECS`, `ECHO_WARMUP`, `CELL_TIMEOUT`, \
          `SLEEPERS_NS`, `HANDOVER_REPS`, `HANDOVER_TIMEOUT`, `LATENESS_REPS`, \
          `LATENESS_TASKS`, `LATENESS_MAX_MS`, `LATENESS_TIMEOUT`, `HTTP_REPS`, `HTTP_SECS`, \
-         `HTTP_WARMUP`, `HTTP_LOADGEN`, `SCALE_REPS`, `SCALE_SECS`, `STAGES`, `RUNTIMES`, \
+         `HTTP_WARMUP`, `HTTP_LOADGEN`, `SERVICE_REPS`, `SCALE_REPS`, `SCALE_SECS`, `STAGES`, `RUNTIMES`, \
          `OUT_MD`, `OUT_SVG`; this run used {}.",
         used.join(", "),
     );

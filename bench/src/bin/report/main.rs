@@ -22,6 +22,9 @@
 //! - `http.txt`: `http server=.. rep=.. load=wrk|http_load utime=.. stime=.. conns=.. secs=.. requests_total=.. requests=.. rps=.. p50_us=.. p99_us=.. errors=.. ok=1`
 //!   (http_load adds `p999_us` and `max_us`), `http server=.. conns=.. rep=.. load=.. ok=0 reason=..`,
 //!   or `http ok=0 skipped=1 reason=..` when the stage did not run.
+//! - `service.txt`: `service server=yieldloop|tokio rep=.. load=wrk|http_load utime=.. stime=.. redis_utime=.. redis_stime=..`
+//!   and the same load fields as `http.txt`, `... ok=1`; `service server=.. conns=.. rep=.. load=.. ok=0 reason=..`,
+//!   or `service ok=0 skipped=1 reason=..` when the stage did not run.
 //! - `scaling.txt`: `scaling workers=.. clients=.. rep=.. ok=1 rps=.. server_us_per_rt=.. round_trips=.. vcs_per_rt=.. ivcs_per_rt=..`,
 //!   or `scaling workers=.. clients=.. rep=.. ok=0 reason=..`.
 //! - `lateness.txt`: `lateness variant=normal|rt rep=.. ok=1 runtime=.. tasks=.. max_ms=.. p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. mean_us=.. early=.. max_early_us=..`,
@@ -34,7 +37,7 @@
 //! - `commands.txt`: the command lines, copied into the document.
 //!
 //! One module per section of the document (`machine`, `targets`, `peers`
-//! for Go and the stackful floor, `sleepers`, `echo`, `http`, `scaling`,
+//! for Go and the stackful floor, `sleepers`, `echo`, `http`, `service`, `scaling`,
 //! `handover`, `lateness`, `db`, `commands`), `svg` for the plot and `data` for
 //! the records and number formats they share; `markdown` puts the sections
 //! in order.
@@ -49,6 +52,7 @@ mod lateness;
 mod machine;
 mod peers;
 mod scaling;
+mod service;
 mod sleepers;
 mod svg;
 mod targets;
@@ -95,6 +99,7 @@ fn main() {
         first_touch: FirstTouch::from_recs(&read_recs(&a.results.join("firsttouch.txt"))),
         echo: read_recs(&a.results.join("echo.txt")),
         http: read_recs(&a.results.join("http.txt")),
+        service: read_recs(&a.results.join("service.txt")),
         scaling: read_recs(&a.results.join("scaling.txt")),
         handover: read_recs(&a.results.join("handover.txt")),
         lateness: read_recs(&a.results.join("lateness.txt")),
@@ -130,6 +135,7 @@ struct Results {
     pub first_touch: Option<FirstTouch>,
     pub echo: Vec<Rec>,
     pub http: Vec<Rec>,
+    pub service: Vec<Rec>,
     pub scaling: Vec<Rec>,
     pub handover: Vec<Rec>,
     pub lateness: Vec<Rec>,
@@ -183,6 +189,7 @@ fn markdown(
         clk_tck,
     );
     http::section(w, &recs.http, &|k| m(k).to_string(), clk_tck);
+    service::section(w, &recs.service, &|k| m(k).to_string(), clk_tck);
     scaling::section(w, &recs.scaling, &|k| m(k).to_string());
     handover::section(w, &recs.handover, &|k| m(k).to_string());
     lateness::section(w, &recs.lateness, &|k| m(k).to_string());

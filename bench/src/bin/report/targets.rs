@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use crate::data::{num, Stat};
 use crate::echo::echo_cell;
 use crate::handover::handover_cell;
+use crate::service::service_cell;
 use crate::sleepers::sleeper_cell;
 use crate::Results;
 
@@ -25,6 +26,10 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
     let echo = |server, conns| echo_cell(&recs.echo, server, conns, clk_tck);
     let ho = |rt, bench| med(handover_cell(&recs.handover, rt, bench).ns);
     let sl = |rt, n| sleeper_cell(&recs.sleepers, rt, n);
+    let svc = |server| service_cell(&recs.service, server, clk_tck);
+    // Time per request (1 / requests per second): lower is better, like
+    // every other figure here.
+    let svc_us = |server| med(svc(server).rps).filter(|&r| r > 0.0).map(|r| 1e6 / r);
     let per_task = |rt| {
         let big = med(sl(rt, 1_000_000).hwm_mib)?;
         let one = med(sl(rt, 1).hwm_mib)?;
@@ -86,6 +91,22 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
             yardstick: "the stackful floor",
             max_ratio: 1.05,
             unit: "bytes",
+        },
+        Target {
+            what: "Redis-backed HTTP service, 64 connections: time per request (1 / requests per second)",
+            ours: svc_us("yieldloop"),
+            theirs: svc_us("tokio"),
+            yardstick: "tokio (hyper + redis's tokio client)",
+            max_ratio: 1.0,
+            unit: "µs",
+        },
+        Target {
+            what: "Redis-backed HTTP service, 64 connections: p99 latency",
+            ours: med(svc("yieldloop").p99),
+            theirs: med(svc("tokio").p99),
+            yardstick: "tokio (hyper + redis's tokio client)",
+            max_ratio: 1.0,
+            unit: "µs",
         },
     ];
     let _ = writeln!(w, "## Targets\n");
