@@ -316,7 +316,7 @@ impl fmt::Debug for Signals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Signals")
             .field("listening", &self.listening)
-            .field("io", &self.pipe.id().key)
+            .field("io", &self.pipe.io_id().key)
             .field("arrived", &self.arrived)
             .finish()
     }

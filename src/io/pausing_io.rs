@@ -357,16 +357,11 @@ impl<T> PausingIo<T> {
         self
     }
 
-    /// The id the source is registered under.
-    #[inline]
-    pub(crate) fn id(&self) -> IoId {
-        self.reg.id
-    }
-
     /// The id the descriptor is registered under, for hand-written
     /// [`Op::ReadReady`](crate::raw::Op::ReadReady) and
     /// [`Op::WriteReady`](crate::raw::Op::WriteReady) waits and for
     /// [`Select`](crate::sync::Select).
+    #[inline]
     pub fn io_id(&self) -> IoId {
         self.reg.id
     }

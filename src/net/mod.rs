@@ -301,7 +301,7 @@ macro_rules! socket_methods {
     ($(#[$doc:meta])* pub fn io_id; $($rest:tt)*) => {
         $(#[$doc])*
         pub fn io_id(&self) -> $crate::protocol::IoId {
-            self.inner.id()
+            self.inner.io_id()
         }
 
         socket_methods!($($rest)*);

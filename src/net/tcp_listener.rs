@@ -94,7 +94,7 @@ impl TcpListener {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
-            match crate::suspend::suspend(Op::Accept(self.inner.id(), None)) {
+            match crate::suspend::suspend(Op::Accept(self.inner.io_id(), None)) {
                 Resume::Accepted(s, addr) => return Ok((TcpStream::from_std(s)?, addr)),
                 other => other.into_io()?,
             }

@@ -232,7 +232,10 @@ impl UnixDatagram {
                         crate::suspend::suspend(Op::Wait(wake)).into_io()?;
                         backoff = (backoff * 2).min(MAX_SEND_TO_BACKOFF);
                     } else {
-                        match crate::suspend::suspend(Op::WriteReady(self.inner.id(), Some(wake))) {
+                        match crate::suspend::suspend(Op::WriteReady(
+                            self.inner.io_id(),
+                            Some(wake),
+                        )) {
                             Resume::TimedOut => {
                                 backoff = (backoff * 2).min(MAX_SEND_TO_BACKOFF);
                             }

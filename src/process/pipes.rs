@@ -103,7 +103,7 @@ impl ChildStdin {
     /// [`ParkToken::watch_io`](crate::raw::ParkToken::watch_io) and
     /// [`Select`](crate::sync::Select).
     pub fn io_id(&self) -> IoId {
-        self.inner.id()
+        self.inner.io_id()
     }
 
     /// Turns the pipe end back into a plain, blocking descriptor, no longer
@@ -132,7 +132,7 @@ macro_rules! receiver {
             /// [`ParkToken::watch_io`](crate::raw::ParkToken::watch_io) and
             /// [`Select`](crate::sync::Select).
             pub fn io_id(&self) -> IoId {
-                self.inner.id()
+                self.inner.io_id()
             }
 
             /// Turns the pipe end back into a plain, blocking descriptor, no

@@ -292,11 +292,7 @@ impl Scheduler {
                 {
                     if core.has_timers() {
                         core.fire_timers(Instant::now());
-                        if core.reactor.has_woken() {
-                            let woken = core.reactor.take_woken();
-                            drop(core);
-                            self.wake_wakers(woken);
-                        }
+                        self.release_and_wake(core);
                     }
                     continue;
                 }
@@ -357,13 +353,10 @@ impl Scheduler {
             }
             // 4. … and those whose deadlines are due.
             core.fire_timers(Instant::now());
-            // 5. Wake the futures whose sources are ready, now that the
-            //    state is let go of: a wake may unpark a task.
-            if core.reactor.has_woken() {
-                let woken = core.reactor.take_woken();
-                drop(core);
-                self.wake_wakers(woken);
-            }
+            // 5. Wake the futures whose sources are ready or whose timers
+            //    are due, once the state is let go of: a wake may unpark a
+            //    task.
+            self.release_and_wake(core);
         }
     }
 }

@@ -29,7 +29,7 @@
 //! it), and no borrow of the state is held across a resume, so a task can
 //! spawn, wake and cancel other tasks freely.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, RefMut};
 use std::io;
 use std::os::fd::RawFd;
 use std::rc::Rc;
@@ -298,11 +298,7 @@ impl Scheduler {
         let mut core = self.core.borrow_mut();
         let (reactor, mut waking) = core.split();
         reactor.deregister(id, &mut waking);
-        if core.reactor.has_woken() {
-            let woken = core.reactor.take_woken();
-            drop(core);
-            self.wake_wakers(woken);
-        }
+        self.release_and_wake(core);
     }
 
     /// Asks whether the source `io` is worth trying in one direction for a
@@ -352,9 +348,20 @@ impl Scheduler {
         drop(waker);
     }
 
+    /// Lets go of the scheduler's state (`core`) and then wakes the wakers
+    /// that events, deregistrations or due timers have ended meanwhile, if
+    /// any: a wake may call back in, to unpark a task.
+    #[inline]
+    fn release_and_wake(&self, mut core: RefMut<'_, Core>) {
+        if core.reactor.has_woken() {
+            let woken = core.reactor.take_woken();
+            drop(core);
+            self.wake_wakers(woken);
+        }
+    }
+
     /// Wakes the wakers taken from the reactor, with the scheduler's state
-    /// let go of (a wake may call back in, to unpark a task), then hands the
-    /// emptied list back to keep its allocation.
+    /// let go of, then hands the emptied list back to keep its allocation.
     fn wake_wakers(&self, mut woken: Vec<Waker>) {
         for w in woken.drain(..) {
             w.wake();
