@@ -6,6 +6,7 @@
 
 #[path = "../../tests/util/servers.rs"]
 mod servers;
+mod util;
 
 use std::cell::Cell;
 use std::net::SocketAddr;
@@ -13,7 +14,6 @@ use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio_postgres::error::SqlState;
-use yieldloop::JoinHandle;
 use yieldloop_recipes::postgres::{ConnectOptions, Error, PgClient, Pool, PoolConfig};
 
 /// Bounds the connect so that a hang fails the test instead of stalling the
@@ -29,24 +29,6 @@ fn opts(server: &servers::PgServer) -> ConnectOptions {
         opts = opts.password(password);
     }
     opts
-}
-
-/// A task that sleeps 1 ms at a time until `stop` is set (or 30 s pass),
-/// and returns how many times it ticked and its longest gap between ticks.
-fn ticker(stop: Rc<Cell<bool>>) -> JoinHandle<(u32, Duration)> {
-    yieldloop::spawn(move || {
-        let start = Instant::now();
-        let (mut ticks, mut longest) = (0u32, Duration::ZERO);
-        let mut last = Instant::now();
-        while !stop.get() && start.elapsed() < Duration::from_secs(30) {
-            yieldloop::sleep(Duration::from_millis(1));
-            let now = Instant::now();
-            longest = longest.max(now - last);
-            last = now;
-            ticks += 1;
-        }
-        (ticks, longest)
-    })
 }
 
 /// The names of this process's threads, from `/proc` (Linux).
@@ -287,7 +269,7 @@ fn fifty_slow_queries_pause_only_their_tasks() {
         // are CPU work on this thread (50 tasks taking turns), so the bound
         // is looser here.
         let stop = Rc::new(Cell::new(false));
-        let ticks = ticker(stop.clone());
+        let ticks = util::ticker(stop.clone());
         let took = fifty("SELECT 1");
         stop.set(true);
         let (_, longest) = ticks.join().unwrap();
@@ -300,7 +282,7 @@ fn fifty_slow_queries_pause_only_their_tasks() {
 
         // 50 slow queries on the warm pool: each pauses only its task.
         let stop = Rc::new(Cell::new(false));
-        let ticks = ticker(stop.clone());
+        let ticks = util::ticker(stop.clone());
         let took = fifty("SELECT pg_sleep(0.2)");
         stop.set(true);
         let (count, longest) = ticks.join().unwrap();
@@ -490,7 +472,7 @@ fn a_terminated_backend_fails_its_query_and_the_pool_drops_it() {
     yieldloop::run(move || -> Result<(), Error> {
         let pool = Pool::new(PoolConfig::new(opts).max_size(4));
         let stop = Rc::new(Cell::new(false));
-        let ticks = ticker(stop.clone());
+        let ticks = util::ticker(stop.clone());
         let victim_pid = Rc::new(Cell::new(0i32));
         let victim = {
             let (pool, pid) = (pool.clone(), victim_pid.clone());
@@ -572,7 +554,7 @@ fn the_server_stopping_mid_query_fails_it_and_the_pool_drops_it() {
     yieldloop::run(move || {
         let pool = Pool::new(PoolConfig::new(opts).max_size(4));
         let stop = Rc::new(Cell::new(false));
-        let ticks = ticker(stop.clone());
+        let ticks = util::ticker(stop.clone());
         // One idle connection, and one in a long query.
         drop(pool.get().unwrap());
         let slow = {

@@ -5,6 +5,7 @@
 
 #[path = "../../tests/util/servers.rs"]
 mod servers;
+mod util;
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -13,7 +14,6 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use redis::{Commands, ErrorKind, RedisResult};
-use yieldloop::JoinHandle;
 use yieldloop_recipes::redis::{ConnectOptions, Connection, Pool, PoolConfig};
 
 /// Calls on a healthy local server answer in microseconds; this bounds any
@@ -25,24 +25,6 @@ fn opts(addr: SocketAddr) -> ConnectOptions {
         .connect_timeout(CALL_LIMIT)
         .read_timeout(CALL_LIMIT)
         .write_timeout(CALL_LIMIT)
-}
-
-/// A task that sleeps 1 ms at a time until `stop` is set (or 30 s pass),
-/// and returns how many times it ticked and its longest gap between ticks.
-fn ticker(stop: Rc<Cell<bool>>) -> JoinHandle<(u32, Duration)> {
-    yieldloop::spawn(move || {
-        let start = Instant::now();
-        let (mut ticks, mut longest) = (0u32, Duration::ZERO);
-        let mut last = Instant::now();
-        while !stop.get() && start.elapsed() < Duration::from_secs(30) {
-            yieldloop::sleep(Duration::from_millis(1));
-            let now = Instant::now();
-            longest = longest.max(now - last);
-            last = now;
-            ticks += 1;
-        }
-        (ticks, longest)
-    })
 }
 
 #[test]
@@ -167,7 +149,7 @@ fn a_blpop_pauses_only_its_task() {
     yieldloop::run(move || -> RedisResult<()> {
         let mut conn = Connection::connect(&opts(addr))?;
         let stop = Rc::new(Cell::new(false));
-        let ticks = ticker(stop.clone());
+        let ticks = util::ticker(stop.clone());
         yieldloop::sleep(Duration::from_millis(20));
         let start = Instant::now();
         let popped: Option<[String; 2]> = conn.blpop("empty-list", 0.2)?;
@@ -376,7 +358,7 @@ fn the_server_dying_mid_call_fails_that_call_and_the_pool_drops_it() {
     yieldloop::run(move || {
         let pool = config.pool();
         let stop = Rc::new(Cell::new(false));
-        let ticks = ticker(stop.clone());
+        let ticks = util::ticker(stop.clone());
         // Two connections: one idle, one stuck in a long BLPOP.
         let warm = pool.get().unwrap();
         drop(warm);

@@ -1,6 +1,7 @@
 //! Helpers shared by the recipes' tests: building and running the example
-//! programs, servers as child processes, and a small HTTP/1.1 response
-//! reader of the tests' own (independent of the server's parser).
+//! programs, servers as child processes, a small HTTP/1.1 response reader
+//! of the tests' own (independent of the server's parser), and a ticker
+//! task that shows whether a wait froze its thread.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -292,4 +293,22 @@ pub fn read_to_close(r: &mut impl Read) -> Vec<u8> {
             Err(_) => return all,
         }
     }
+}
+
+/// A task that sleeps 1 ms at a time until `stop` is set (or 30 s pass),
+/// and returns how many times it ticked and its longest gap between ticks.
+pub fn ticker(stop: std::rc::Rc<std::cell::Cell<bool>>) -> yieldloop::JoinHandle<(u32, Duration)> {
+    yieldloop::spawn(move || {
+        let start = Instant::now();
+        let (mut ticks, mut longest) = (0u32, Duration::ZERO);
+        let mut last = Instant::now();
+        while !stop.get() && start.elapsed() < Duration::from_secs(30) {
+            yieldloop::sleep(Duration::from_millis(1));
+            let now = Instant::now();
+            longest = longest.max(now - last);
+            last = now;
+            ticks += 1;
+        }
+        (ticks, longest)
+    })
 }
