@@ -279,3 +279,101 @@ fn polls_outside_the_run_that_made_the_socket_are_errors() {
         assert_eq!(err.kind(), std::io::ErrorKind::Unsupported, "{err}");
     });
 }
+
+/// A short `AsyncRead` has emptied the socket, and the next poll files its
+/// waker without trying the read: data and the end of the stream that
+/// arrive together must still be seen (the read returning the data comes
+/// back short while the end is pending, with no new event to announce it),
+/// with the event collected while the task sleeps and while it blocks its
+/// thread.
+#[test]
+fn async_end_of_stream_after_a_short_read_is_seen() {
+    for block_thread in [false, true] {
+        util::within(move || {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let peer = std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let (mut s, _) = l.accept().unwrap();
+                s.write_all(b"bye").unwrap();
+                s.shutdown(std::net::Shutdown::Write).unwrap();
+                let mut rest = Vec::new();
+                s.read_to_end(&mut rest).unwrap();
+            });
+            yieldloop::run(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                if block_thread {
+                    std::thread::sleep(Duration::from_millis(100));
+                } else {
+                    sleep(Duration::from_millis(100));
+                }
+                block_on(async {
+                    let mut buf = [0u8; 64];
+                    let mut got = Vec::new();
+                    while got.len() < 3 {
+                        let n = s.read(&mut buf).await.unwrap();
+                        assert!(n > 0, "end of stream before the data");
+                        got.extend_from_slice(&buf[..n]);
+                    }
+                    assert_eq!(got, b"bye");
+                    assert_eq!(s.read(&mut buf).await.unwrap(), 0, "end of stream expected");
+                });
+            });
+            peer.join().unwrap();
+        });
+    }
+}
+
+/// Random chunks with random pauses against random buffer sizes, read by
+/// `AsyncRead` (most reads short, so most polls skip the read bound to
+/// fail), with the task pausing, blocking and yielding between reads: the
+/// stream arrives whole and in order.
+#[test]
+fn async_random_chunks_arrive_whole() {
+    for seed in 1..=3u64 {
+        util::within(move || {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let mut rng = util::XorShift::new(seed);
+            let data = rng.bytes(200_000);
+            let sent = data.clone();
+            let peer = std::thread::spawn(move || {
+                use std::io::Write;
+                let (mut s, _) = l.accept().unwrap();
+                let mut rng = util::XorShift::new(seed ^ 0xabcd);
+                let mut at = 0;
+                while at < sent.len() {
+                    let n = (rng.range(1, 3000) as usize).min(sent.len() - at);
+                    s.write_all(&sent[at..at + n]).unwrap();
+                    at += n;
+                    if rng.below(8) == 0 {
+                        std::thread::sleep(Duration::from_micros(rng.below(2000)));
+                    }
+                }
+            });
+            let got = yieldloop::run(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                let mut rng = util::XorShift::new(seed ^ 0x1234);
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                loop {
+                    let len = rng.range(1, 4096) as usize;
+                    let n = block_on(s.read(&mut buf[..len])).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                    match rng.below(6) {
+                        0 => yieldloop::yield_now(),
+                        1 => sleep(Duration::from_micros(rng.below(500))),
+                        2 => std::thread::sleep(Duration::from_micros(rng.below(500))),
+                        _ => {}
+                    }
+                }
+                got
+            });
+            peer.join().unwrap();
+            assert!(got == data, "seed {seed}: stream differs");
+        });
+    }
+}

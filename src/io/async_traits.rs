@@ -25,7 +25,9 @@ mod futures_impls {
             cx: &mut Context<'_>,
             buf: &mut [u8],
         ) -> Poll<io::Result<usize>> {
-            self.get_mut().poll_read_with_mut(cx, |io| io.read(buf))
+            let len = buf.len();
+            self.get_mut()
+                .poll_read_stream_with_mut(cx, len, |io| io.read(buf))
         }
 
         fn poll_read_vectored(
@@ -33,8 +35,9 @@ mod futures_impls {
             cx: &mut Context<'_>,
             bufs: &mut [io::IoSliceMut<'_>],
         ) -> Poll<io::Result<usize>> {
+            let len = bufs.iter().map(|b| b.len()).sum();
             self.get_mut()
-                .poll_read_with_mut(cx, |io| io.read_vectored(bufs))
+                .poll_read_stream_with_mut(cx, len, |io| io.read_vectored(bufs))
         }
     }
 
@@ -48,7 +51,8 @@ mod futures_impls {
             cx: &mut Context<'_>,
             buf: &mut [u8],
         ) -> Poll<io::Result<usize>> {
-            self.poll_read_with(cx, |mut io| io.read(buf))
+            let len = buf.len();
+            self.poll_read_stream_with(cx, len, |mut io| io.read(buf))
         }
 
         fn poll_read_vectored(
@@ -56,7 +60,8 @@ mod futures_impls {
             cx: &mut Context<'_>,
             bufs: &mut [io::IoSliceMut<'_>],
         ) -> Poll<io::Result<usize>> {
-            self.poll_read_with(cx, |mut io| io.read_vectored(bufs))
+            let len = bufs.iter().map(|b| b.len()).sum();
+            self.poll_read_stream_with(cx, len, |mut io| io.read_vectored(bufs))
         }
     }
 
@@ -148,7 +153,10 @@ mod tokio_impls {
             buf: &mut ReadBuf<'_>,
         ) -> Poll<io::Result<()>> {
             let this = self.get_mut();
-            read_buf(buf, |b| this.poll_read_with_mut(cx, |io| io.read(b)))
+            read_buf(buf, |b| {
+                let len = b.len();
+                this.poll_read_stream_with_mut(cx, len, |io| io.read(b))
+            })
         }
     }
 
@@ -162,7 +170,10 @@ mod tokio_impls {
             cx: &mut Context<'_>,
             buf: &mut ReadBuf<'_>,
         ) -> Poll<io::Result<()>> {
-            read_buf(buf, |b| self.poll_read_with(cx, |mut io| io.read(b)))
+            read_buf(buf, |b| {
+                let len = b.len();
+                self.poll_read_stream_with(cx, len, |mut io| io.read(b))
+            })
         }
     }
 

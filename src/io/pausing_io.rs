@@ -631,6 +631,31 @@ impl<T> PausingIo<T> {
         poll_retry(&self.reg, cx, false, || f(io))
     }
 
+    /// [`poll_read_with`](Self::poll_read_with) for a read of up to `len`
+    /// bytes from a stream, without the read bound to fail after a short
+    /// one (see [`read_stream_with`](Self::read_stream_with)): what
+    /// `AsyncRead` uses.
+    pub(crate) fn poll_read_stream_with(
+        &self,
+        cx: &mut Context<'_>,
+        len: usize,
+        mut f: impl FnMut(&T) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        poll_read_stream(&self.reg, cx, len, || f(&self.io))
+    }
+
+    /// [`poll_read_stream_with`](Self::poll_read_stream_with) for a read
+    /// that needs `&mut T`.
+    pub(crate) fn poll_read_stream_with_mut(
+        &mut self,
+        cx: &mut Context<'_>,
+        len: usize,
+        mut f: impl FnMut(&mut T) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        let io = &mut self.io;
+        poll_read_stream(&self.reg, cx, len, || f(io))
+    }
+
     /// Like [`poll_read_with`](Self::poll_read_with), for writes.
     ///
     /// # Errors
@@ -686,9 +711,45 @@ fn poll_retry<R>(
     reg: &Registration,
     cx: &mut Context<'_>,
     write: bool,
+    f: impl FnMut() -> io::Result<R>,
+) -> Poll<io::Result<R>> {
+    poll_retry_from(reg, cx, write, false, f)
+}
+
+/// The poll-style [`PausingIo::read_stream_with`]: a read of up to `len`
+/// bytes, which goes straight to filing the waker when the last read was
+/// short and no read event has come since (the read would only say
+/// `WouldBlock`).
+fn poll_read_stream(
+    reg: &Registration,
+    cx: &mut Context<'_>,
+    len: usize,
+    f: impl FnMut() -> io::Result<usize>,
+) -> Poll<io::Result<usize>> {
+    let events = reg.read_events.mark();
+    let empty = reg.short_read_drains
+        && len > 0
+        && !events.closed()
+        && reg.drained_at.get() == Some(events);
+    let polled = poll_retry_from(reg, cx, false, empty, f);
+    if let Poll::Ready(r) = &polled {
+        reg.drained_at.set(match r {
+            Ok(n) if *n > 0 && *n < len => Some(reg.read_events.mark()),
+            _ => None,
+        });
+    }
+    polled
+}
+
+/// [`poll_retry`], told whether `f` is already known to find nothing
+/// (`would_block`), in which case the waker is filed without trying it.
+fn poll_retry_from<R>(
+    reg: &Registration,
+    cx: &mut Context<'_>,
+    write: bool,
+    mut would_block: bool,
     mut f: impl FnMut() -> io::Result<R>,
 ) -> Poll<io::Result<R>> {
-    let mut would_block = false;
     loop {
         match reg.poll_ready(cx, write, would_block) {
             Poll::Ready(Ok(())) => {}
