@@ -292,14 +292,7 @@ fn async_end_of_stream_after_a_short_read_is_seen() {
         util::within(move || {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let addr = l.local_addr().unwrap();
-            let peer = std::thread::spawn(move || {
-                use std::io::{Read, Write};
-                let (mut s, _) = l.accept().unwrap();
-                s.write_all(b"bye").unwrap();
-                s.shutdown(std::net::Shutdown::Write).unwrap();
-                let mut rest = Vec::new();
-                s.read_to_end(&mut rest).unwrap();
-            });
+            let peer = util::send_and_shut(l, b"bye");
             yieldloop::run(move || {
                 let mut s = TcpStream::connect(addr).unwrap();
                 if block_thread {
@@ -336,21 +329,7 @@ fn async_random_chunks_arrive_whole() {
             let addr = l.local_addr().unwrap();
             let mut rng = util::XorShift::new(seed);
             let data = rng.bytes(200_000);
-            let sent = data.clone();
-            let peer = std::thread::spawn(move || {
-                use std::io::Write;
-                let (mut s, _) = l.accept().unwrap();
-                let mut rng = util::XorShift::new(seed ^ 0xabcd);
-                let mut at = 0;
-                while at < sent.len() {
-                    let n = (rng.range(1, 3000) as usize).min(sent.len() - at);
-                    s.write_all(&sent[at..at + n]).unwrap();
-                    at += n;
-                    if rng.below(8) == 0 {
-                        std::thread::sleep(Duration::from_micros(rng.below(2000)));
-                    }
-                }
-            });
+            let peer = util::send_in_random_chunks(l, seed, data.clone());
             let got = yieldloop::run(move || {
                 let mut s = TcpStream::connect(addr).unwrap();
                 let mut rng = util::XorShift::new(seed ^ 0x1234);

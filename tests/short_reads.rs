@@ -77,14 +77,7 @@ fn end_of_stream_after_a_short_read_is_seen() {
     for block_thread in [false, true] {
         within(move || {
             let (l, addr) = listener();
-            let peer = std::thread::spawn(move || {
-                let (mut s, _) = l.accept().unwrap();
-                s.write_all(b"bye").unwrap();
-                s.shutdown(std::net::Shutdown::Write).unwrap();
-                // Keep the socket open until the reader is done.
-                let mut rest = Vec::new();
-                s.read_to_end(&mut rest).unwrap();
-            });
+            let peer = util::send_and_shut(l, b"bye");
             yieldloop::run(move || {
                 let mut s = TcpStream::connect(addr).unwrap();
                 s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -113,20 +106,7 @@ fn random_chunks_arrive_whole() {
             let (l, addr) = listener();
             let mut rng = XorShift::new(seed);
             let data = rng.bytes(200_000);
-            let sent = data.clone();
-            let peer = std::thread::spawn(move || {
-                let (mut s, _) = l.accept().unwrap();
-                let mut rng = XorShift::new(seed ^ 0xabcd);
-                let mut at = 0;
-                while at < sent.len() {
-                    let n = (rng.range(1, 3000) as usize).min(sent.len() - at);
-                    s.write_all(&sent[at..at + n]).unwrap();
-                    at += n;
-                    if rng.below(8) == 0 {
-                        std::thread::sleep(Duration::from_micros(rng.below(2000)));
-                    }
-                }
-            });
+            let peer = util::send_in_random_chunks(l, seed, data.clone());
             let got = yieldloop::run(move || {
                 let mut s = TcpStream::connect(addr).unwrap();
                 s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

@@ -181,6 +181,28 @@ struct Registration {
     _pinned: PinnedToSchedulerThread,
 }
 
+impl Registration {
+    /// Whether a read of `len` bytes is known to find nothing: the last
+    /// stream read came back short (emptying a TCP socket) and no read
+    /// event, nor an end of stream, has come since.
+    fn drained(&self, len: usize) -> bool {
+        let events = self.read_events.mark();
+        self.short_read_drains
+            && len > 0
+            && !events.closed()
+            && self.drained_at.get() == Some(events)
+    }
+
+    /// Records how a stream read of up to `len` bytes ended, for
+    /// [`drained`](Self::drained).
+    fn note_stream_read(&self, r: &io::Result<usize>, len: usize) {
+        self.drained_at.set(match r {
+            Ok(n) if *n > 0 && *n < len => Some(self.read_events.mark()),
+            _ => None,
+        });
+    }
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
         // Outside its scheduler (after `run` returned) there is nothing to
@@ -488,20 +510,12 @@ impl<T> PausingIo<T> {
         mut f: impl FnMut(&T) -> io::Result<usize>,
     ) -> io::Result<usize> {
         let reg = &self.reg;
-        let events = reg.read_events.mark();
-        let empty = reg.short_read_drains
-            && len > 0
-            && !events.closed()
-            && reg.drained_at.get() == Some(events);
         let deadline = deadline_in(reg.read_timeout.get());
-        if empty {
+        if reg.drained(len) {
             suspend_io(Op::ReadReady(reg.id, deadline))?;
         }
         let r = retry(|| f(&self.io), reg.id, deadline, Op::ReadReady);
-        reg.drained_at.set(match r {
-            Ok(n) if n > 0 && n < len => Some(reg.read_events.mark()),
-            _ => None,
-        });
+        reg.note_stream_read(&r, len);
         r
     }
 
@@ -726,17 +740,9 @@ fn poll_read_stream(
     len: usize,
     f: impl FnMut() -> io::Result<usize>,
 ) -> Poll<io::Result<usize>> {
-    let events = reg.read_events.mark();
-    let empty = reg.short_read_drains
-        && len > 0
-        && !events.closed()
-        && reg.drained_at.get() == Some(events);
-    let polled = poll_retry_from(reg, cx, false, empty, f);
+    let polled = poll_retry_from(reg, cx, false, reg.drained(len), f);
     if let Poll::Ready(r) = &polled {
-        reg.drained_at.set(match r {
-            Ok(n) if *n > 0 && *n < len => Some(reg.read_events.mark()),
-            _ => None,
-        });
+        reg.note_stream_read(r, len);
     }
     polled
 }

@@ -389,6 +389,46 @@ pub fn thread_cpu_time() -> std::time::Duration {
     std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// A peer thread that accepts one connection on `l` and writes `data` to
+/// it in random chunks (1 to 3,000 bytes, from `seed`), sleeping up to 2 ms
+/// before one chunk in eight, then closes it: a stream that arrives in
+/// pieces of every size, for the readers' tests.
+pub fn send_in_random_chunks(
+    l: std::net::TcpListener,
+    seed: u64,
+    data: Vec<u8>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let (mut s, _) = l.accept().unwrap();
+        let mut rng = XorShift::new(seed ^ 0xabcd);
+        let mut at = 0;
+        while at < data.len() {
+            let n = (rng.range(1, 3000) as usize).min(data.len() - at);
+            s.write_all(&data[at..at + n]).unwrap();
+            at += n;
+            if rng.below(8) == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(rng.below(2000)));
+            }
+        }
+    })
+}
+
+/// A peer thread that accepts one connection on `l`, writes `data` and
+/// shuts its write side at once (so that the data and the end of the
+/// stream tend to arrive together), then keeps the socket open until the
+/// reader closes its end.
+pub fn send_and_shut(l: std::net::TcpListener, data: &'static [u8]) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut s, _) = l.accept().unwrap();
+        s.write_all(data).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+    })
+}
+
 /// A tiny xorshift64* generator: reproducible test data without a crate.
 #[derive(Debug, Clone)]
 pub struct XorShift(u64);
