@@ -54,7 +54,7 @@
 #   DB_WAIT_MS [200]  how long each of them waits (BLPOP timeout, pg_sleep)
 #   DB_TIMEOUT [120]  seconds before a database run is killed and marked failed
 #   DB_TOKIO_WORKERS [""]  worker threads of on_tokio's shared runtime in the
-#                   db stage; empty: tokio's default, one per CPU
+#                   db stage's on_tokio route; empty: its default, one
 #   SERVICE_REPS [3]  runs per service cell (the example service's Redis endpoint:
 #                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
@@ -348,10 +348,10 @@ cat >>"$RES/commands.txt" <<EOF
 # databases: a redis-server and a PostgreSQL of their own, kept while stdin is open
 bench/target/release/db_servers --redis --postgres <FIFO &
 # round trips (Redis GET, PostgreSQL SELECT 1), one connection, one query after another
-timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --route {native|on_tokio|on_tokio1|blocking|tokio} --addr 127.0.0.1:PORT --n ${DB_N} --warmup ${DB_WARMUP}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
+timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --route {native|on_tokio|on_tokio_mt|blocking|tokio} --addr 127.0.0.1:PORT --n ${DB_N} --warmup ${DB_WARMUP}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
 # a 1 ms ticker beside tasks waiting on the database (BLPOP with a timeout, pg_sleep),
 # at normal priority and (where chrt works) under chrt -f 50
-timeout ${DB_TIMEOUT} [chrt -f 50] bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|on_tokio1|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
+timeout ${DB_TIMEOUT} [chrt -f 50] bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|on_tokio_mt|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
 EOF
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
@@ -1011,14 +1011,14 @@ if want db; then
     for rep in $(seq 1 "$DB_REPS"); do
         for db in redis postgres; do
             [ -n "${DB_ADDR[$db]:-}" ] || continue
-            for route in native on_tokio on_tokio1 blocking tokio; do
+            for route in native on_tokio on_tokio_mt blocking tokio; do
                 case $skip in *" roundtrip/$db/$route "*) continue ;; esac
                 log "db roundtrip $db $route run $rep/$DB_REPS"
                 db_cell roundtrip "$db" "$route" "$rep" normal "${DB_ADDR[$db]}" --n "$DB_N" --warmup "$DB_WARMUP" ||
                     skip="${skip}roundtrip/$db/$route "
             done
             for variant in $db_variants; do
-                for route in native on_tokio on_tokio1 blocking tokio; do
+                for route in native on_tokio on_tokio_mt blocking tokio; do
                     case $skip in *" ticker/$db/$route/$variant "*) continue ;; esac
                     log "db ticker $db $route ($variant priority) run $rep/$DB_REPS"
                     db_cell ticker "$db" "$route" "$rep" "$variant" "${DB_ADDR[$db]}" --tasks "$DB_TASKS" --wait-ms "$DB_WAIT_MS" ||

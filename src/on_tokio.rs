@@ -183,15 +183,18 @@ impl Drop for AbortOnUnwind {
 /// `tokio`.)
 ///
 /// The builder starts as `Builder::new_multi_thread()` with every driver
-/// the crate graph has enabled (`enable_all`) and threads named
-/// `yieldloop-tokio`; `configure` may change anything, typically
-/// `worker_threads` (tokio's default is one per CPU). Without a call, the
-/// runtime is built with those defaults on first use.
+/// the crate graph has enabled (`enable_all`), threads named
+/// `yieldloop-tokio` and **one worker thread** (not tokio's default of one
+/// per CPU); `configure` may change anything, typically `worker_threads`.
+/// Without a call, the runtime is built with those defaults on first use.
 ///
-/// Yieldloop's own tasks do not run there: tokio's workers only carry the
-/// futures handed over by [`on_tokio`], which mostly wait on I/O, so a few
-/// workers beside a thread-per-core [`Runtime`](crate::Runtime) are often
-/// enough.
+/// Yieldloop's own tasks do not run there: tokio's worker only carries the
+/// futures handed over by [`on_tokio`] and the tasks they spawn, which
+/// mostly wait on I/O. One worker makes a call cheapest: the future and
+/// the client's own connection task share it, so a call wakes two threads
+/// (the worker, then the caller's scheduler), where several workers wake
+/// more (tokio wakes idle ones to steal work). Raise it when the futures
+/// themselves do heavy work, which one thread would serialise.
 ///
 /// # Errors
 ///
@@ -276,9 +279,22 @@ fn lock_building() -> MutexGuard<'static, ()> {
     BUILDING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The shared runtime's worker threads unless configured otherwise: one.
+///
+/// The futures handed over mostly wait on I/O, and each call costs two
+/// thread wake-ups (the worker, then the caller's scheduler). With more
+/// workers a call costs more: the future and the client's own connection
+/// task (a Redis multiplexer, a PostgreSQL connection) may run on
+/// different workers, and tokio wakes idle workers to steal work. Measured
+/// around a Redis `GET`: about 13 µs of CPU per call with one worker, 29 µs
+/// with one per CPU on two CPUs (the `db` stage of the benchmarks).
+const DEFAULT_WORKERS: usize = 1;
+
 /// The shared runtime's builder before the user's settings.
 fn builder() -> Builder {
     let mut b = Builder::new_multi_thread();
-    b.enable_all().thread_name("yieldloop-tokio");
+    b.enable_all()
+        .thread_name("yieldloop-tokio")
+        .worker_threads(DEFAULT_WORKERS);
     b
 }

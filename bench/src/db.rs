@@ -52,8 +52,8 @@ impl Route {
 pub struct Args {
     pub db: Db,
     pub route: Route,
-    /// The route as the command line named it: `on_tokio1` is the
-    /// on_tokio route with the shared runtime sized to one worker.
+    /// The route as the command line named it: `on_tokio_mt` is the
+    /// on_tokio route with the shared runtime sized to one worker per CPU.
     pub label: &'static str,
     /// The server, `HOST:PORT`.
     pub addr: String,
@@ -63,8 +63,8 @@ pub struct Args {
     pub warmup: u64,
     /// `db_ticker`: how long each task waits on the database (ms).
     pub wait_ms: u64,
-    /// Worker threads of the shared tokio runtime of `on_tokio` (tokio's
-    /// default, one per CPU, when not given).
+    /// Worker threads of the shared tokio runtime of `on_tokio` (its
+    /// default, one, when not given).
     pub tokio_workers: Option<usize>,
 }
 
@@ -101,7 +101,7 @@ pub fn args(usage: &str) -> Args {
                 (a.route, a.label) = match v.as_str() {
                     "native" => (Route::Native, "native"),
                     "on_tokio" => (Route::OnTokio, "on_tokio"),
-                    "on_tokio1" => (Route::OnTokio, "on_tokio1"),
+                    "on_tokio_mt" => (Route::OnTokio, "on_tokio_mt"),
                     "blocking" => (Route::Blocking, "blocking"),
                     "tokio" => (Route::Tokio, "tokio"),
                     _ => bad(),
@@ -119,8 +119,9 @@ pub fn args(usage: &str) -> Args {
         bad();
     }
     a.n = n.unwrap_or(0);
-    if a.label == "on_tokio1" {
-        a.tokio_workers = Some(1);
+    if a.label == "on_tokio_mt" {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        a.tokio_workers = Some(cpus);
     }
     if let Some(workers) = a.tokio_workers {
         if let Err(e) = yieldloop::tokio_runtime(|b| {

@@ -2,7 +2,7 @@
 //! `SELECT 1`, one connection, one query after another.
 //!
 //! ```text
-//! db_roundtrip --db redis|postgres --route native|on_tokio|on_tokio1|blocking|tokio --addr HOST:PORT --n N [--warmup W] [--tokio-workers K]
+//! db_roundtrip --db redis|postgres --route native|on_tokio|on_tokio_mt|blocking|tokio --addr HOST:PORT --n N [--warmup W] [--tokio-workers K]
 //! ```
 //!
 //! The routes (a task is one of yieldloop's, except for `tokio`):
@@ -13,11 +13,11 @@
 //!   yieldloop's reactor, no tokio runtime);
 //! - `on_tokio`: redis's tokio client (`MultiplexedConnection`) and
 //!   tokio-postgres's own `connect`, each query one `yieldloop::on_tokio`
-//!   call onto the shared tokio runtime (multi-thread, one worker per CPU
-//!   unless `--tokio-workers` says otherwise); `on_tokio1`: the same with
-//!   that runtime sized to one worker (`yieldloop::tokio_runtime`), which
+//!   call onto the shared tokio runtime (its default of one worker, which
 //!   keeps the client's connection task and the caller's futures on one
-//!   thread;
+//!   thread, unless `--tokio-workers` says otherwise); `on_tokio_mt`: the
+//!   same with that runtime sized to one worker per CPU
+//!   (`yieldloop::tokio_runtime`), tokio's own default;
 //! - `blocking`: the synchronous clients (`redis::Connection`, the
 //!   `postgres` crate), each query one `yieldloop::spawn_blocking` call;
 //! - `tokio`: the same tokio clients on a plain tokio `current_thread`
@@ -45,7 +45,7 @@ use yieldloop_bench::db::{self, fail, Db, Meter, Route};
 use yieldloop_recipes::postgres::{ConnectOptions as PgOptions, PgClient};
 use yieldloop_recipes::redis::{ConnectOptions, Connection as NativeRedis};
 
-const USAGE: &str = "db_roundtrip --db redis|postgres --route native|on_tokio|on_tokio1|blocking|tokio --addr HOST:PORT --n N [--warmup W] [--tokio-workers K]";
+const USAGE: &str = "db_roundtrip --db redis|postgres --route native|on_tokio|on_tokio_mt|blocking|tokio --addr HOST:PORT --n N [--warmup W] [--tokio-workers K]";
 const KEY: &str = "yieldloop-bench-key";
 const VALUE: &str = "0123456789abcdef";
 const SQL: &str = "SELECT 1";

@@ -3,7 +3,7 @@
 //! the server.
 //!
 //! ```text
-//! db_ticker --db redis|postgres --route native|on_tokio|on_tokio1|blocking|tokio --addr HOST:PORT [--tasks 50] [--wait-ms 200] [--tokio-workers K]
+//! db_ticker --db redis|postgres --route native|on_tokio|on_tokio_mt|blocking|tokio --addr HOST:PORT [--tasks 50] [--wait-ms 200] [--tokio-workers K]
 //! ```
 //!
 //! Each waiting task has a connection of its own (made before the clocks
@@ -41,7 +41,7 @@ use yieldloop_bench::db::{self, fail, Db, Gaps, Route};
 use yieldloop_recipes::postgres::{ConnectOptions as PgOptions, PgClient};
 use yieldloop_recipes::redis::{ConnectOptions, Connection as NativeRedis};
 
-const USAGE: &str = "db_ticker --db redis|postgres --route native|on_tokio|on_tokio1|blocking|tokio --addr HOST:PORT [--tasks 50] [--wait-ms 200] [--tokio-workers K]";
+const USAGE: &str = "db_ticker --db redis|postgres --route native|on_tokio|on_tokio_mt|blocking|tokio --addr HOST:PORT [--tasks 50] [--wait-ms 200] [--tokio-workers K]";
 /// A list nobody pushes to: `BLPOP` on it waits for its whole timeout.
 const EMPTY: &str = "yieldloop-bench-empty-list";
 const TICK: Duration = Duration::from_millis(1);

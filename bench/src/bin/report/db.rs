@@ -24,8 +24,8 @@ pub const ROUTES: [(&str, &str); 5] = [
     ("native", "native recipe, in the task"),
     ("on_tokio", "tokio client through `on_tokio`"),
     (
-        "on_tokio1",
-        "the same, `on_tokio`'s runtime sized to 1 worker",
+        "on_tokio_mt",
+        "the same, `on_tokio`'s runtime sized to 1 worker per CPU",
     ),
     ("blocking", "sync client through `spawn_blocking`"),
     ("tokio", "tokio client on plain tokio (yardstick)"),
@@ -103,9 +103,10 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          sockets, in the task (`yieldloop_recipes::redis`, `yieldloop_recipes::postgres`). \
          **on_tokio**: redis's tokio client (`MultiplexedConnection`) and tokio-postgres's \
          own `connect`, each query one `yieldloop::on_tokio` call onto the shared \
-         multi-thread tokio runtime ({}); **on_tokio1**: the same with that runtime \
-         sized to one worker (`yieldloop::tokio_runtime`), so that the client's \
-         connection task and the callers' futures share one tokio thread. **blocking**: the synchronous \
+         tokio runtime ({}), so that the client's connection task and the callers' \
+         futures share one tokio thread; **on_tokio_mt**: the same with that runtime \
+         sized to one worker per CPU (`yieldloop::tokio_runtime`), tokio's own default. \
+         **blocking**: the synchronous \
          clients (`redis::Connection`, the `postgres` crate), each query one \
          `yieldloop::spawn_blocking` call. **tokio**: the same tokio clients on a plain \
          tokio `current_thread` runtime, without yieldloop: the yardstick. \
@@ -114,7 +115,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
         m("db_redis"),
         m("db_postgres"),
         match m("db_tokio_workers").as_str() {
-            "default" | "?" | "" => "tokio's default: one worker per CPU".to_string(),
+            "default" | "?" | "" => "its default: one worker".to_string(),
             "1" => "1 worker, `DB_TOKIO_WORKERS=1`".to_string(),
             n => format!("{n} workers, `DB_TOKIO_WORKERS={n}`"),
         },
@@ -171,7 +172,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
     }
     let _ = writeln!(w);
     for (db, title) in DBS {
-        for route in ["on_tokio", "on_tokio1"] {
+        for route in ["on_tokio", "on_tokio_mt"] {
             if let (Some(cpu), Some(wall)) = (
                 hop(recs, db, route, "cpu_us"),
                 hop(recs, db, route, "wall_us"),
@@ -188,9 +189,11 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
     }
     let _ = writeln!(
         w,
-        "The hop includes what a multi-thread tokio runtime costs over a `current_thread` \
-         one: with several workers, the client's connection task and the caller's future \
-         may sit on different threads, and each query then wakes one more thread.\n"
+        "The hop is two thread wake-ups per query: the tokio worker that runs the future \
+         and the caller's scheduler. With a worker per CPU (`on_tokio_mt`) it costs more: \
+         the client's connection task and the caller's future may sit on different \
+         workers, and tokio wakes idle workers to look for work, so each query wakes \
+         more threads.\n"
     );
     for n in &notes {
         let _ = writeln!(w, "- failed: {n}");
@@ -338,15 +341,6 @@ pub fn target_rows(w: &mut String, recs: &[Rec]) {
             w,
             &format!("{title}: the `on_tokio` hop, CPU per query (on_tokio − tokio)"),
             hop(recs, db, "on_tokio", "cpu_us"),
-            "µs",
-            Bound::Limit(HOP_LIMIT_US),
-        );
-        row(
-            w,
-            &format!(
-                "{title}: the `on_tokio` hop, its runtime sized to 1 worker (on_tokio1 − tokio)"
-            ),
-            hop(recs, db, "on_tokio1", "cpu_us"),
             "µs",
             Bound::Limit(HOP_LIMIT_US),
         );
