@@ -21,10 +21,11 @@
 //! ranks it enforces.
 //!
 //! 1. Plain data.
-//!    - `protocol`, `failure`: the ids ([`TaskId`], wait tokens,
+//!    - `protocol`, `failure`, `shared`: the ids ([`TaskId`], wait tokens,
 //!      [`IoId`](raw::IoId), scheduler ids, [`ParkToken`](raw::ParkToken))
 //!      and the protocol, [`Op`](raw::Op) and [`Resume`](raw::Resume); why
-//!      a task produced no value.
+//!      a task produced no value; the types threads share (std's, or the
+//!      `loom` model checker's under `--cfg loom`).
 //! 2. Mechanisms.
 //!    - `timer`, `reactor`, `stack`, `trace`, `slow_task`: the deadline
 //!      heap; `mio::Poll`, the registered sources, the accepts it performs,
@@ -145,6 +146,8 @@ compile_error!(
 // Layer 1: plain data.
 mod failure;
 mod protocol;
+#[allow(unused_imports)]
+mod shared;
 // Layer 2: mechanisms.
 mod reactor;
 mod slow_task;

@@ -25,7 +25,7 @@ struct Layer {
 const LAYERS: &[Layer] = &[
     Layer {
         name: "Plain data",
-        ranks: &[&["protocol", "failure"]],
+        ranks: &[&["protocol", "failure", "shared"]],
     },
     Layer {
         name: "Mechanisms",

@@ -649,6 +649,7 @@ impl<T> PausingIo<T> {
     /// bytes from a stream, without the read bound to fail after a short
     /// one (see [`read_stream_with`](Self::read_stream_with)): what
     /// `AsyncRead` uses.
+    #[cfg(any(feature = "futures-io", feature = "tokio"))]
     pub(crate) fn poll_read_stream_with(
         &self,
         cx: &mut Context<'_>,
@@ -660,6 +661,7 @@ impl<T> PausingIo<T> {
 
     /// [`poll_read_stream_with`](Self::poll_read_stream_with) for a read
     /// that needs `&mut T`.
+    #[cfg(any(feature = "futures-io", feature = "tokio"))]
     pub(crate) fn poll_read_stream_with_mut(
         &mut self,
         cx: &mut Context<'_>,
@@ -734,6 +736,7 @@ fn poll_retry<R>(
 /// bytes, which goes straight to filing the waker when the last read was
 /// short and no read event has come since (the read would only say
 /// `WouldBlock`).
+#[cfg(any(feature = "futures-io", feature = "tokio"))]
 fn poll_read_stream(
     reg: &Registration,
     cx: &mut Context<'_>,

@@ -1,0 +1,24 @@
+//! What threads share: the standard library's `Arc`, locks, condition
+//! variables and atomics, or, when the crate is built with `--cfg loom`
+//! for the model checks (`tests/loom_*.rs`), the `loom` crate's stand-ins,
+//! which let a model explore every interleaving of the threads that use
+//! them.
+//!
+//! Code that makes up a cross-thread protocol takes these types from here
+//! rather than from `std::sync`, so that the very code that runs is the
+//! code the models check.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// Atomic integers and flags, and the fences between them.
+pub(crate) mod atomic {
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+    #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+}
