@@ -160,10 +160,30 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
             return v;
         }
-        if !(in_task && signal.wait_in_task()) {
+        if !(in_task && wait_in_task(&signal, &waker)) {
             signal.wait_blocking();
         }
     }
+}
+
+/// Parks the task of a [`block_on`] call until a wake of `waker` (made
+/// from `signal`).
+///
+/// Under a paused clock, the unparker the task leaves would hold the clock
+/// still (another thread might wake the task). When every copy of the
+/// waker the future kept sits in this scheduler's own timers (a
+/// [`Sleep`](crate::Sleep), say), only time can wake the task, and the
+/// unparker is exempted so the clock may jump.
+fn wait_in_task(signal: &Arc<Signal>, waker: &Waker) -> bool {
+    let local = crate::timer::paused_at().is_some() && {
+        // `block_on` holds the signal once and `waker` once; more are the
+        // future's copies.
+        let kept = Arc::strong_count(signal).saturating_sub(2);
+        let in_timers =
+            crate::scheduler::try_with_scheduler(|s| s.waker_timer_holds(waker)).unwrap_or(0);
+        kept == in_timers
+    };
+    signal.park_task(local)
 }
 
 /// What the wakers of one [`block_on`] call share.
@@ -202,8 +222,9 @@ impl Signal {
 
     /// Parks the calling task until a wake; returns at once if one came
     /// since the last poll. Returns false, having waited for nothing, if
-    /// the task cannot pause (it is unwinding).
-    fn wait_in_task(&self) -> bool {
+    /// the task cannot pause (it is unwinding). `local` exempts the
+    /// unparker from holding a paused clock still (see [`wait_in_task`]).
+    fn park_task(&self, local: bool) -> bool {
         // Token and unparker are made before taking the lock, so the lock
         // never waits on the scheduler.
         let token = park_token();
@@ -220,8 +241,10 @@ impl Signal {
             // dropped) the copy left here.
             st.sleeper = Sleeper::Task(token, remote.clone());
         }
+        let exempt = local.then(|| remote.exempt_from_clock(2));
         // Nothing may pause between leaving the token and parking.
         let answer = park(token, None);
+        drop(exempt);
         drop(remote);
         let mut st = self.lock();
         st.sleeper = Sleeper::Nobody;

@@ -193,7 +193,7 @@ pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 pub use task_local::{AccessError, LocalKey};
-pub use time::{sleep, sleep_future, sleep_until, sleep_until_future, yield_now, Sleep};
+pub use time::{now, sleep, sleep_future, sleep_until, sleep_until_future, yield_now, Sleep};
 pub use timeout::{timeout, timeout_at, Elapsed};
 
 /// Runs `f` as the main task of a new scheduler on this thread, drives the
@@ -245,6 +245,71 @@ where
     T: 'static,
 {
     spawn::run(f)
+}
+
+/// Like [`run`], on a paused clock: time stands still while tasks run and
+/// jumps ahead to the next deadline whenever only time can wake a task.
+/// For tests of code that waits on time: a test that sleeps an hour, or
+/// exercises a 30-second timeout, an interval or a retry back-off, takes
+/// milliseconds, and its events come in the same order on every run.
+///
+/// # How the clock moves
+///
+/// - It starts at the real time of the call and stands still while tasks
+///   run: [`now`] reads the same instant until the loop waits.
+/// - When no task is ready, it jumps to the next deadline (a [`sleep`], a
+///   [`timeout()`], a socket's read timeout, a `*_timeout` wait, a
+///   [`Sleep`] future), provided nothing else could wake a task first: no
+///   task or future waits on a socket or other descriptor, and no other
+///   thread holds a way to wake one (work on the blocking pool, a wait on
+///   another thread, a future woken from elsewhere such as an
+///   [`on_tokio`] call). Due deadlines then fire in deadline order, ties
+///   in the order they were set.
+/// - Otherwise it waits for real, and moves on as far as it really waited:
+///   time does not jump while I/O is pending, so sockets, child processes
+///   and the blocking pool work as usual, only without the jumps.
+///
+/// Only the runtime reads this clock: its deadlines, and [`now`]. Code
+/// that reads [`std::time::Instant::now`] sees real time; read [`now`] to
+/// measure what the tasks see. A task that waits for time by spinning
+/// ([`yield_now`] until an instant passes) keeps the clock still forever:
+/// a ready task is never skipped over. [`RuntimeBuilder::start_paused`]
+/// does the same for a thread-per-core runtime.
+///
+/// # Panics
+///
+/// As [`run`].
+///
+/// # Examples
+///
+/// An hour of back-off between retries, in no time:
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let started = Instant::now();
+/// let (tries, waited) = yieldloop::run_paused(|| {
+///     let t0 = yieldloop::now();
+///     let mut delay = Duration::from_secs(1);
+///     let mut tries = 1;
+///     // A service that answers at the twelfth try.
+///     while tries < 12 {
+///         yieldloop::sleep(delay);
+///         delay *= 2;
+///         tries += 1;
+///     }
+///     (tries, yieldloop::now() - t0)
+/// });
+/// assert_eq!(tries, 12);
+/// assert_eq!(waited, Duration::from_secs(2047));
+/// assert!(started.elapsed() < Duration::from_secs(30));
+/// ```
+pub fn run_paused<F, T>(f: F) -> T
+where
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
+    spawn::run_clocked(true, f)
 }
 
 #[cfg(doctest)]

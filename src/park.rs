@@ -170,10 +170,36 @@ impl fmt::Debug for RemoteUnparker {
 }
 
 impl RemoteUnparker {
+    /// Has a paused clock disregard `n` handles to this scheduler's
+    /// cross-thread queue (this one and its clones, say) until the guard
+    /// drops: handles that can only bring new work, not end a wait on
+    /// time (a runtime worker's job inbox).
+    pub(crate) fn exempt_from_clock(&self, n: usize) -> ClockExempt {
+        // The guard's own clone counts too.
+        self.queue.set_exempt(n + 1, true);
+        ClockExempt {
+            queue: self.queue.clone(),
+            n: n + 1,
+        }
+    }
+
     /// Queues the wake-up and interrupts the target scheduler's poll. Whether
     /// the task was still parked is decided over there; a stale token is
     /// ignored.
     pub fn unpark(&self) {
         self.queue.push(self.wait);
+    }
+}
+
+/// Ends an exemption made by [`RemoteUnparker::exempt_from_clock`].
+#[derive(Debug)]
+pub(crate) struct ClockExempt {
+    queue: Arc<RemoteQueue>,
+    n: usize,
+}
+
+impl Drop for ClockExempt {
+    fn drop(&mut self) {
+        self.queue.set_exempt(self.n, false);
     }
 }

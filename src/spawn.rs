@@ -130,9 +130,19 @@ where
     F: FnOnce() -> T + 'static,
     T: 'static,
 {
+    run_clocked(false, f)
+}
+
+/// [`run`], on a paused clock if `paused` (see [`crate::run_paused`]).
+pub(crate) fn run_clocked<F, T>(paused: bool, f: F) -> T
+where
+    F: FnOnce() -> T + 'static,
+    T: 'static,
+{
     let slot = Rc::new(JoinSlot::new());
     let main = slot.clone();
     scheduler::run_main(
+        paused,
         move |id| task_body(id, main, Inherited::default(), f),
         || slot.finished.get(),
     );

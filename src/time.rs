@@ -13,6 +13,28 @@ use crate::scheduler::try_with_scheduler;
 use crate::suspend::suspend;
 pub(crate) use crate::timer::deadline_after;
 
+/// The time as this thread's scheduler sees it: the real monotonic time,
+/// or under a paused clock ([`run_paused`](crate::run_paused),
+/// [`RuntimeBuilder::start_paused`](crate::RuntimeBuilder::start_paused))
+/// the instant that clock shows. Every deadline the runtime sets counts
+/// from it. Outside a scheduler, and on a scheduler on real time, it is
+/// [`Instant::now`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// yieldloop::run_paused(|| {
+///     let t0 = yieldloop::now();
+///     yieldloop::sleep(Duration::from_secs(90));
+///     assert_eq!(yieldloop::now() - t0, Duration::from_secs(90));
+/// });
+/// ```
+pub fn now() -> Instant {
+    crate::timer::now()
+}
+
 /// Pauses the calling task for at least `duration`; other tasks run
 /// meanwhile.
 ///
@@ -154,7 +176,7 @@ impl Sleep {
 
     /// True once the deadline has passed.
     pub fn is_elapsed(&self) -> bool {
-        Instant::now() >= self.deadline
+        crate::timer::now() >= self.deadline
     }
 
     /// Moves the deadline to `deadline`, earlier or later; the timer of the
@@ -182,7 +204,7 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        if Instant::now() >= this.deadline {
+        if crate::timer::now() >= this.deadline {
             this.disarm();
             return Poll::Ready(());
         }

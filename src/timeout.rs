@@ -135,7 +135,7 @@ pub(crate) fn scoped(op: Op, timeout: TimeoutScope, raw: impl Fn(Op) -> Resume) 
     let narrowed = match op {
         Op::Yield => {
             // A deadline `<= now` is due.
-            if Instant::now() >= s {
+            if crate::timer::now() >= s {
                 expire(timeout);
             }
             return raw(Op::Yield);

@@ -33,6 +33,7 @@
 //! the heap rebuild itself without them once they are the majority, so it
 //! stays O(log live) and bounded in memory.
 
+use std::cell::Cell;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 use std::task::Waker;
@@ -296,6 +297,14 @@ impl WakerTimers {
             .is_some_and(|(serial, _)| *serial == w.token)
     }
 
+    /// How many armed timers hold a waker that wakes what `waker` wakes.
+    pub(crate) fn holds_of(&self, waker: &Waker) -> usize {
+        self.slots
+            .iter()
+            .filter(|(_, (_, w))| w.will_wake(waker))
+            .count()
+    }
+
     /// Arms a timer that wakes `waker` at `deadline`; returns its name.
     pub(crate) fn arm(&mut self, deadline: Instant, waker: Waker) -> WaitToken {
         self.next_serial += 1;
@@ -360,12 +369,38 @@ impl WakerTimers {
 /// The instant `d` from now; a duration too large to add is as good as
 /// forever, so it gives [`far_future`] instead of overflowing.
 pub(crate) fn deadline_after(d: Duration) -> Instant {
-    Instant::now().checked_add(d).unwrap_or_else(far_future)
+    now().checked_add(d).unwrap_or_else(far_future)
 }
 
 /// An instant about thirty years from now: "never", for deadline arithmetic.
 pub(crate) fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
+    now() + Duration::from_secs(86_400 * 365 * 30)
+}
+
+thread_local! {
+    /// The paused clock of this thread's scheduler: the instant it shows,
+    /// or `None` when the scheduler runs on real time.
+    static PAUSED_AT: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// What time it is for the scheduler of this thread: the real monotonic
+/// clock, or, under a paused clock (`start_paused`), the instant that
+/// clock shows. Every deadline the runtime sets or checks reads it here.
+#[inline]
+pub(crate) fn now() -> Instant {
+    PAUSED_AT.with(Cell::get).unwrap_or_else(Instant::now)
+}
+
+/// The paused clock's reading, if this thread's scheduler runs on one.
+#[inline]
+pub(crate) fn paused_at() -> Option<Instant> {
+    PAUSED_AT.with(Cell::get)
+}
+
+/// Starts (`Some`, at that reading), moves, or ends (`None`) the paused
+/// clock of this thread.
+pub(crate) fn set_paused_at(at: Option<Instant>) {
+    PAUSED_AT.with(|c| c.set(at));
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use std::io;
 use std::net::Shutdown;
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::io::PausingIo;
 use crate::protocol::{Op, Resume};
@@ -221,7 +221,7 @@ impl UnixDatagram {
             match self.inner.get_ref().send_to(buf, path) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     poll_on_timer |= woke_writable;
-                    let now = Instant::now();
+                    let now = crate::timer::now();
                     if deadline.is_some_and(|d| now >= d) {
                         Resume::TimedOut.into_io()?;
                     }

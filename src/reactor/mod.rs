@@ -199,6 +199,26 @@ impl Reactor {
         Ok(q)
     }
 
+    /// True when another thread may still wake a task of this scheduler:
+    /// it holds a handle to the cross-thread queue (beyond the exempt
+    /// ones), or a wake-up it sent is still queued.
+    pub(crate) fn outside_wake_possible(&self) -> bool {
+        self.remote
+            .as_ref()
+            .is_some_and(|q| q.outside_holders() > 0 || q.has_pending())
+    }
+
+    /// True when a task (`live` says which waits are current) or a future
+    /// waits for a source's readiness.
+    pub(crate) fn io_waited_on(&self, live: impl Fn(WaitToken) -> bool) -> bool {
+        self.sources.iter().any(|(_, s)| {
+            s.read_waker.is_some()
+                || s.write_waker.is_some()
+                || s.readers.iter().any(|(w, _)| live(*w))
+                || s.writers.iter().any(|w| live(*w))
+        })
+    }
+
     /// True when nothing registered here can ever produce an event: no
     /// source, and no other thread holding a way to wake this scheduler
     /// (nor a wake-up it sent, before dropping its handle, still queued).

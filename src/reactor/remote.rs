@@ -2,7 +2,8 @@
 //! tokens behind a mutex, and a `mio::Waker` that interrupts the
 //! scheduler's poll when the queue goes from empty to not empty.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::protocol::WaitToken;
 
@@ -13,6 +14,9 @@ pub(crate) struct RemoteQueue {
     pending: Mutex<Vec<WaitToken>>,
     /// Interrupts the scheduler's poll.
     waker: mio::Waker,
+    /// Handles to this queue that a paused clock disregards (see
+    /// [`outside_holders`](Self::outside_holders)).
+    exempt: AtomicUsize,
 }
 
 impl RemoteQueue {
@@ -20,6 +24,7 @@ impl RemoteQueue {
         RemoteQueue {
             pending: Mutex::new(Vec::new()),
             waker,
+            exempt: AtomicUsize::new(0),
         }
     }
 
@@ -44,6 +49,22 @@ impl RemoteQueue {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_empty()
+    }
+
+    /// How many handles to the queue exist beyond the scheduler's own and
+    /// the exempt ones: ways another thread may still wake a task here
+    /// (a task parked on a cross-thread wait, work on the blocking pool).
+    pub(crate) fn outside_holders(self: &Arc<Self>) -> usize {
+        (Arc::strong_count(self) - 1).saturating_sub(self.exempt.load(Ordering::Acquire))
+    }
+
+    /// Counts `n` more handles as exempt, or `n` fewer.
+    pub(crate) fn set_exempt(&self, n: usize, on: bool) {
+        if on {
+            self.exempt.fetch_add(n, Ordering::AcqRel);
+        } else {
+            self.exempt.fetch_sub(n, Ordering::AcqRel);
+        }
     }
 
     /// Takes everything queued so far, into `out`.

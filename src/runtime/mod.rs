@@ -277,6 +277,7 @@ pub struct RuntimeBuilder {
     pin: bool,
     name: String,
     stack_size: usize,
+    paused: bool,
 }
 
 impl Default for RuntimeBuilder {
@@ -286,6 +287,7 @@ impl Default for RuntimeBuilder {
             pin: false,
             name: "yieldloop-worker".into(),
             stack_size: crate::stack::DEFAULT_STACK_SIZE,
+            paused: false,
         }
     }
 }
@@ -327,6 +329,40 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Runs each worker on a paused clock (off by default): for tests of
+    /// code that waits on time. See [`run_paused`](crate::run_paused) for
+    /// how the clock moves.
+    ///
+    /// Each worker has a clock of its own: it starts at the real time its
+    /// worker starts, and jumps when that worker's own tasks wait on time
+    /// alone. A worker's inbox of new work does not hold its clock
+    /// still; a task waiting on another worker (a join, a cross-thread
+    /// channel or lock) does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = yieldloop::Runtime::builder()
+    ///     .workers(2)
+    ///     .start_paused(true)
+    ///     .build()
+    ///     .unwrap();
+    /// let started = std::time::Instant::now();
+    /// let slept = rt.run(|| {
+    ///     let t0 = yieldloop::now();
+    ///     yieldloop::sleep(Duration::from_secs(3600));
+    ///     yieldloop::now() - t0
+    /// });
+    /// assert!(slept >= Duration::from_secs(3600));
+    /// assert!(started.elapsed() < Duration::from_secs(60));
+    /// ```
+    pub fn start_paused(mut self, paused: bool) -> Self {
+        self.paused = paused;
+        self
+    }
+
     /// Starts the worker threads and waits until each runs its scheduler.
     ///
     /// # Errors
@@ -357,10 +393,10 @@ impl RuntimeBuilder {
             let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
             let ready = ready_tx.clone();
             let theirs = inbox.clone();
-            let stack_size = self.stack_size;
+            let (stack_size, paused) = (self.stack_size, self.paused);
             let thread = thread::Builder::new()
                 .name(format!("{}-{i}", self.name))
-                .spawn(move || worker_thread(i, cpu, &theirs, stack_size, &ready))?;
+                .spawn(move || worker_thread(i, cpu, &theirs, stack_size, paused, &ready))?;
             rt.workers.push(Worker {
                 inbox,
                 thread: Some(thread),

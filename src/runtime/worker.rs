@@ -128,6 +128,9 @@ fn worker_main(inbox: &Inbox, stack_size: usize) {
             // Token and unparker are made outside the lock.
             let token = park_token();
             let remote = token.remote();
+            // This clone and the one left in the inbox bring jobs, they end
+            // no wait: a paused clock may jump past them.
+            let exempt = remote.exempt_from_clock(2);
             {
                 let mut st = inbox.lock();
                 if st.closed || !st.jobs.is_empty() {
@@ -141,6 +144,7 @@ fn worker_main(inbox: &Inbox, stack_size: usize) {
             // Nothing pauses between leaving the unparker and parking.
             let _ = park(token, None);
             drop(remote);
+            drop(exempt);
             continue;
         }
         for job in jobs {
@@ -161,6 +165,7 @@ pub(super) fn worker_thread(
     cpu: Option<usize>,
     inbox: &Arc<Inbox>,
     stack_size: usize,
+    paused: bool,
     ready: &mpsc::Sender<io::Result<()>>,
 ) {
     /// Closes the inbox when the thread ends, however it ends, so no job
@@ -181,7 +186,7 @@ pub(super) fn worker_thread(
     CURRENT_WORKER.with(|c| c.set(Some(index)));
     let inbox = inbox.clone();
     let ready = ready.clone();
-    crate::spawn::run(move || {
+    crate::spawn::run_clocked(paused, move || {
         let _ = ready.send(Ok(()));
         drop(ready);
         worker_main(&inbox, stack_size);

@@ -12,7 +12,7 @@ use super::{Core, Scheduler};
 use crate::protocol::{Op, Resume, TaskId};
 use crate::reactor::Wait;
 use crate::task;
-use crate::timer::TimerKind;
+use crate::timer::{self, TimerKind};
 use crate::trace;
 
 /// While tasks stay ready, the loop polls for I/O events only every this
@@ -32,6 +32,11 @@ const PREFETCH_AHEAD: usize = 2;
 /// How soon the loop comes back to give back more idle stacks when the
 /// last trim left some (see `stack::trim`).
 const TRIM_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Under a paused clock that something other than time holds still (a
+/// socket, another thread), the loop looks again this often whether the
+/// clock may jump.
+const PAUSED_RECHECK: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Settings read once per turn of the loop, not once per resume.
 #[derive(Debug)]
@@ -55,6 +60,15 @@ impl Core {
         if !self.waker_timers.is_empty() {
             self.waker_timers.fire_due(now, self.reactor.woken_mut());
         }
+    }
+
+    /// Under a paused clock: may the clock jump to the next deadline? Only
+    /// when no task or future waits on a socket or descriptor, and no
+    /// other thread holds a way to wake a task here (a cross-thread wait,
+    /// work on the blocking pool, a future woken from elsewhere).
+    fn time_alone_wakes(&self) -> bool {
+        let tasks = &self.tasks;
+        !self.reactor.outside_wake_possible() && !self.reactor.io_waited_on(|w| tasks.is_waiting(w))
     }
 
     /// Are any timers armed, of tasks or of futures (stale ones included)?
@@ -131,7 +145,7 @@ impl Scheduler {
             match &result {
                 CoroutineResult::Yield(op) => trace::emit(format_args!(
                     "yield  {who} -> {}",
-                    trace::ShowOp(op, Instant::now())
+                    trace::ShowOp(op, timer::now())
                 )),
                 _ => trace::emit(format_args!("end    {who}")),
             }
@@ -291,14 +305,31 @@ impl Scheduler {
                     || resumes_without_poll < POLL_EVERY_RESUMES
                 {
                     if core.has_timers() {
-                        core.fire_timers(Instant::now());
+                        core.fire_timers(timer::now());
                         self.release_and_wake(core);
                     }
                     continue;
                 }
             }
-            let now = Instant::now();
+            let now = timer::now();
             let mut deadline = core.poll_deadline(now);
+            // Under a paused clock, the instant to jump to when only time
+            // can wake a task: the next deadline, once a look without
+            // waiting finds no event either.
+            let mut jump_to = None;
+            if let (Some(_), Some(d)) = (timer::paused_at(), deadline) {
+                if d > now {
+                    if core.time_alone_wakes() {
+                        jump_to = Some(d);
+                        deadline = Some(now);
+                    } else {
+                        // Held still by I/O or another thread: wait for
+                        // real, a slice at a time, since the last holder
+                        // may let go without waking the loop.
+                        deadline = Some(d.min(now + PAUSED_RECHECK));
+                    }
+                }
+            }
             if deadline != Some(now) && crate::stack::trim() {
                 // About to sleep: a good moment to hand idle stack memory
                 // back to the kernel, a batch at a time so that no task due
@@ -332,10 +363,22 @@ impl Scheduler {
                     deadline.filter(|_| wait != Wait::Now).map(|d| d - now),
                 );
             }
+            let waited_from = timer::paused_at().map(|_| Instant::now());
             let polled = match core.reactor.poll(wait, &mut ready) {
                 Ok(polled) => polled,
                 Err(e) => panic!("yieldloop: polling for I/O events failed: {e}"),
             };
+            if let Some(from) = waited_from {
+                // A paused clock stands still while tasks run; it jumps
+                // when only time can wake one, and otherwise (a socket or
+                // another thread might) moves on as far as the poll
+                // really waited.
+                let moved = match jump_to {
+                    Some(d) if ready.is_empty() => d,
+                    _ => now + from.elapsed(),
+                };
+                timer::set_paused_at(Some(moved));
+            }
             if traced {
                 trace::poll_end(
                     now,
@@ -352,7 +395,7 @@ impl Scheduler {
                 reactor.dispatch(r, &mut waking);
             }
             // 4. … and those whose deadlines are due.
-            core.fire_timers(Instant::now());
+            core.fire_timers(timer::now());
             // 5. Wake the futures whose sources are ready or whose timers
             //    are due, once the state is let go of: a wake may unpark a
             //    task.

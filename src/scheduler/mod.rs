@@ -327,6 +327,12 @@ impl Scheduler {
         }
     }
 
+    /// How many of this scheduler's future timers hold a waker that wakes
+    /// what `waker` wakes.
+    pub(crate) fn waker_timer_holds(&self, waker: &Waker) -> usize {
+        self.core.borrow().waker_timers.holds_of(waker)
+    }
+
     /// Arms a timer that wakes `waker` at `deadline`, for a future.
     pub(crate) fn arm_waker_timer(&self, deadline: Instant, waker: Waker) -> WaitToken {
         self.core.borrow_mut().waker_timers.arm(deadline, waker)
@@ -414,14 +420,28 @@ impl Scheduler {
 ///
 /// If the event loop or the main task cannot be created, and if the main
 /// task can never finish (nothing is left that could wake it).
-pub(crate) fn run_main<B>(make_main: impl FnOnce(TaskId) -> B, finished: impl Fn() -> bool)
-where
+pub(crate) fn run_main<B>(
+    paused: bool,
+    make_main: impl FnOnce(TaskId) -> B,
+    finished: impl Fn() -> bool,
+) where
     B: FnOnce() + 'static,
 {
+    /// Puts the thread back on real time however the run ends.
+    struct RealTimeAfter;
+    impl Drop for RealTimeAfter {
+        fn drop(&mut self) {
+            crate::timer::set_paused_at(None);
+        }
+    }
     let sched = match Scheduler::new() {
         Ok(s) => Rc::new(s),
         Err(e) => panic!("yieldloop::run: cannot create the event loop: {e}"),
     };
+    let _real_time_after = RealTimeAfter;
+    if paused {
+        crate::timer::set_paused_at(Some(std::time::Instant::now()));
+    }
     crate::stack::install_overflow_report(task::running_guard);
     let guard = install(sched.clone());
     if let Err(e) = sched.spawn(Some(Rc::from("main")), MAIN_STACK_SIZE, make_main) {

@@ -244,7 +244,7 @@ impl Flavor for CrossThread {
             st = match deadline {
                 None => cv.wait(st).unwrap_or_else(PoisonError::into_inner),
                 Some(d) => {
-                    let now = Instant::now();
+                    let now = crate::timer::now();
                     if now >= d {
                         break;
                     }

@@ -114,7 +114,7 @@ impl Notify {
                 return true;
             }
             // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.is_some_and(|d| crate::timer::now() >= d) {
                 return false;
             }
             let (r, woken) = park_local(
@@ -245,7 +245,7 @@ impl Event {
                 return true;
             }
             // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.is_some_and(|d| crate::timer::now() >= d) {
                 return false;
             }
             let (r, woken) = park_local(&self.state, |s| &mut s.waiters, deadline, |_, _| {});

@@ -322,7 +322,7 @@ impl<'a> Select<'a> {
             !self.cases.is_empty(),
             "yieldloop: Select::wait with no cases"
         );
-        let start = Instant::now();
+        let start = crate::timer::now();
         self.start_helpers();
         loop {
             if let Some(i) = self.scan(start) {
@@ -363,7 +363,7 @@ impl<'a> Select<'a> {
 
     /// The first ready case, in order; consumes a socket case's edge.
     fn scan(&self, start: Instant) -> Option<usize> {
-        let now = Instant::now();
+        let now = crate::timer::now();
         let mut fired = self.shared.fired.borrow_mut();
         let closed = self.shared.closed.borrow();
         self.cases

@@ -272,7 +272,7 @@ impl<T, F: Flavor> Chan<T, F> {
                 Err(TryRecvError::Empty) => {}
             }
             // A deadline `<= now` has passed: one last look was taken above.
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.is_some_and(|d| crate::timer::now() >= d) {
                 return Err(RecvTimeoutError::Timeout);
             }
             // Woken, timed out or not: look again. A wake-up whose message
