@@ -263,7 +263,7 @@ where
 ///   task or future waits on a socket or other descriptor, and no other
 ///   thread holds a way to wake one (work on the blocking pool, a wait on
 ///   another thread, a future woken from elsewhere such as an
-///   [`on_tokio`] call). Due deadlines then fire in deadline order, ties
+///   `on_tokio` call). Due deadlines then fire in deadline order, ties
 ///   in the order they were set.
 /// - Otherwise it waits for real, and moves on as far as it really waited:
 ///   time does not jump while I/O is pending, so sockets, child processes
