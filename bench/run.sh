@@ -144,6 +144,13 @@ if ! cargo build --release --quiet --bins; then
 fi
 # yieldloop's own echo server and load client, for the scaling stage (built
 # in the main crate, so they land in its target dir).
+# The hand-over benchmark once more with yieldloop's `tracing` feature on
+# (and no subscriber), in a target dir of its own: what the feature costs.
+if want handover && ! CARGO_TARGET_DIR=$BENCH/target/tracing cargo build --release --quiet \
+    --features tracing --bin handover; then
+    echo "run.sh: build of handover with the tracing feature failed" >&2
+    exit 1
+fi
 if want scaling && ! (cd "$ROOT" && cargo build --release --quiet --example echo_server --example echo_load); then
     echo "run.sh: build of the echo_server and echo_load examples failed" >&2
     exit 1
@@ -173,6 +180,8 @@ bench_cmd() {
         sleepers/floor) CMD=("$BIN/sleepers_floor") ;;
         */go) CMD=(env GOMAXPROCS=1 "$GO_BIN" "$2") ;;
         sleepers/*) CMD=("$BIN/sleepers" --runtime "$1") ;;
+        handover/yieldloop-tracing)
+            CMD=("$BENCH/target/tracing/release/handover" --runtime yieldloop --label yieldloop-tracing) ;;
         handover/*) CMD=("$BIN/handover" --runtime "$1") ;;
         echo/*) CMD=("$BIN/echo_$1") ;;
     esac
@@ -292,6 +301,9 @@ cargo build --release --example echo_server --example echo_load
 # hand-over micro-benchmarks: one process per measurement (a warm-up round,
 # then the measured round), killed after ${HANDOVER_TIMEOUT} s
 timeout ${HANDOVER_TIMEOUT} bench/target/release/handover --runtime {yieldloop|tokio|may} --bench {pingpong|bounded|mutex|yield|spawn|scope|blockon}
+# yieldloop with feature tracing (no subscriber), built apart:
+# (cd bench && CARGO_TARGET_DIR=target/tracing cargo build --release --features tracing --bin handover)
+timeout ${HANDOVER_TIMEOUT} bench/target/tracing/release/handover --runtime yieldloop --label yieldloop-tracing --bench {yield|spawn}
 # timer lateness: one process per measurement, at normal priority and (the
 # "realtime priority" variant, only where chrt works) under SCHED_FIFO 50
 timeout ${LATENESS_TIMEOUT} bench/target/release/lateness --runtime {yieldloop|tokio|may} --tasks ${LATENESS_TASKS} --max-ms ${LATENESS_MAX_MS}
@@ -419,7 +431,12 @@ if want handover; then
     for rep in $(seq 1 "$HANDOVER_REPS"); do
         for b in pingpong bounded mutex yield spawn scope blockon; do
             log "handover $b run $rep/$HANDOVER_REPS"
-            for rt in $(pick yieldloop tokio may $GO_RUNS); do
+            # yieldloop built with feature `tracing`, no subscriber: on the
+            # two benchmarks the feature touches most (a resume and a pause
+            # each; a span per spawn).
+            tracing=""
+            case $b in yield | spawn) tracing=$(pick yieldloop | sed 's/yieldloop/yieldloop-tracing/') ;; esac
+            for rt in $(pick yieldloop) $tracing $(pick tokio may $GO_RUNS); do
                 case $skip in *" $rt/$b "*) continue ;; esac
                 handover_cell "$rt" "$b" "$rep" || skip="$skip$rt/$b "
             done

@@ -27,11 +27,13 @@
 //!      a task produced no value; the types threads share (std's, or the
 //!      `loom` model checker's under `--cfg loom`).
 //! 2. Mechanisms.
-//!    - `timer`, `reactor`, `stack`, `trace`, `slow_task`: the deadline
-//!      heap; `mio::Poll`, the registered sources, the accepts it performs,
-//!      wake-ups from other threads, the precise `timerfd` on Linux; the
-//!      pool of guarded stacks and the report of an overflow; the scheduler
-//!      trace; the warning about tasks that hold the thread too long.
+//!    - `timer`, `reactor`, `stack`, `trace`, `slow_task`, `observe`: the
+//!      deadline heap; `mio::Poll`, the registered sources, the accepts it
+//!      performs, wake-ups from other threads, the precise `timerfd` on
+//!      Linux; the pool of guarded stacks and the report of an overflow;
+//!      the scheduler trace; the warning about tasks that hold the thread
+//!      too long; with feature `tracing`, the spans and events a `tracing`
+//!      subscriber is told.
 //! 3. Tasks and their scheduler.
 //!    - `task`: a task's coroutine and context at the top of its stack, and
 //!      the thread-local of the running task.
@@ -85,6 +87,11 @@
 //!   traits alone start no tokio runtime), and `on_tokio()`, which runs a
 //!   future that needs tokio's own reactor, timers or spawn on one shared
 //!   tokio runtime, built on first use, while only the calling task waits.
+//! - `tracing`: a `tracing` span per task (spawn to end, entered while the
+//!   task runs, with its id and name), its pauses and resumes as `TRACE`
+//!   events carrying the op, and the slow-task warning, the stuck-task
+//!   report and a task's panic as `WARN` and `ERROR` events naming the
+//!   task. With no subscriber each costs a check of a cached interest.
 //!
 //! # Other libraries
 //!
@@ -149,6 +156,7 @@ mod protocol;
 #[allow(unused_imports)]
 mod shared;
 // Layer 2: mechanisms.
+mod observe;
 mod reactor;
 mod slow_task;
 mod stack;

@@ -140,6 +140,9 @@ pub(crate) fn coarse_now_ns() -> u64 {
 /// Prints the warning for a resume of task `serial` that held the thread
 /// for at least `held`.
 pub(crate) fn warn(serial: u64, name: Option<&str>, held: Duration, limit: Duration) {
+    if crate::observe::slow_task(serial, name, held.as_secs_f64() * 1e3, limit.as_millis()) {
+        return;
+    }
     let who = TaskLabel { serial, name };
     eprintln!(
         "yieldloop: {who} ran for at least {:.1} ms without pausing (threshold {} ms); \
@@ -305,6 +308,9 @@ const STUCK_FACTOR: u64 = 10;
 /// the task ever pauses.
 #[cold]
 fn warn_stuck(serial: u64, held: Duration) {
+    if crate::observe::stuck_task(serial, held.as_secs_f64()) {
+        return;
+    }
     eprintln!(
         "yieldloop: {} has been running for {:.1} s without pausing and still \
          is; every other task on its thread is stalled. A loop that never pauses \

@@ -29,7 +29,7 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         name: "Mechanisms",
-        ranks: &[&["timer", "reactor", "stack", "trace", "slow_task"]],
+        ranks: &[&["timer", "reactor", "stack", "trace", "slow_task", "observe"]],
     },
     Layer {
         name: "Tasks and their scheduler",

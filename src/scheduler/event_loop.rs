@@ -104,7 +104,9 @@ impl Scheduler {
     /// Runs one queued task until it pauses or ends, and files it.
     fn run_one(&self, id: TaskId, turn: &mut Turn) {
         let key = id.key;
-        let (header, value) = {
+        // The task's `tracing` span (feature `tracing`), entered until the
+        // task is filed.
+        let (header, value, _entered) = {
             let mut core = self.core.borrow_mut();
             let Some(t) = core.tasks.get_mut(id) else {
                 return;
@@ -117,8 +119,14 @@ impl Scheduler {
             };
             let header = header.as_ptr();
             t.state = TaskState::Running { cancel: false };
-            (header, t.resume.take().unwrap_or(Resume::Ready))
+            (
+                header,
+                t.resume.take().unwrap_or(Resume::Ready),
+                t.span.enter(),
+            )
         };
+        #[cfg(feature = "tracing")]
+        crate::observe::resumed(&value);
         let traced = turn.traced;
         if traced {
             let name = self.task_name(id);
@@ -139,6 +147,11 @@ impl Scheduler {
         // does, below.
         let result = unsafe { task::resume_task(header, value) };
         self.resuming.set(None);
+        #[cfg(feature = "tracing")]
+        match &result {
+            CoroutineResult::Yield(op) => crate::observe::paused(op),
+            CoroutineResult::Return(()) => crate::observe::ended(),
+        }
         if traced {
             let name = self.task_name(id);
             let who = trace::Who(id.serial, name.as_deref());

@@ -172,11 +172,13 @@ impl Scheduler {
         };
         // SAFETY: `header_at` was reserved on the stack `co` runs on.
         let header = unsafe { OwnedHeader::new_in(header_at, co, id, guard, name.clone()) };
+        let span = crate::observe::TaskSpan::new(id.serial, name.as_deref());
         entry.insert(Task {
             id,
             name,
             header: Some(header),
             state: TaskState::Queued,
+            span,
             resume: None,
         });
         tasks.run_queue.push(id);

@@ -49,6 +49,8 @@ pub(super) struct Task {
     /// task has been taken out of the table.
     pub(super) header: Option<OwnedHeader>,
     pub(super) state: TaskState,
+    /// Its `tracing` span (feature `tracing`; empty without).
+    pub(super) span: crate::observe::TaskSpan,
     /// The answer to send at the next resume (`None` reads as `Ready`).
     /// (The tasks waiting for this one's end are kept in its header, on
     /// its stack: see [`Joiners`](crate::task::Joiners).)

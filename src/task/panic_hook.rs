@@ -55,6 +55,18 @@ pub(crate) fn install() {
         let previous_is_default = std::ptr::eq(&*previous, &*default);
         drop(default);
         panic::set_hook(Box::new(move |info| {
+            // The `tracing` event comes whatever prints the message.
+            #[cfg(feature = "tracing")]
+            with_running_label(|label| {
+                if let Some(label) = label {
+                    crate::observe::task_panicked(
+                        label.serial,
+                        label.name,
+                        &info.location().map(|l| l.to_string()).unwrap_or_default(),
+                        crate::failure::payload_text(info.payload()).unwrap_or("Box<dyn Any>"),
+                    );
+                }
+            });
             if previous_is_default {
                 let done = with_running_label(|label| match label {
                     Some(label) => {

@@ -2,7 +2,7 @@
 //! (and a value, or a lock) from one task to another on a single thread.
 //!
 //! ```text
-//! handover --runtime yieldloop|tokio|may --bench pingpong|bounded|mutex|yield|spawn [--ops N]
+//! handover --runtime yieldloop|tokio|may --bench pingpong|bounded|mutex|yield|spawn [--ops N] [--label NAME]
 //! ```
 //!
 //! Every runtime runs on one thread: yieldloop's scheduler, tokio
@@ -600,7 +600,7 @@ mod my {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: handover --runtime yieldloop|tokio|may --bench {} [--ops N]",
+        "usage: handover --runtime yieldloop|tokio|may --bench {} [--ops N] [--label NAME]",
         BENCHES.join("|")
     );
     std::process::exit(2);
@@ -608,12 +608,16 @@ fn usage() -> ! {
 
 fn main() {
     let (mut runtime, mut bench, mut ops) = (String::new(), String::new(), None);
+    // What the result line calls the runtime: a build with other features
+    // (yieldloop with `tracing`) reports under a name of its own.
+    let mut label = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--runtime" => runtime = args.next().unwrap_or_else(|| usage()),
             "--bench" => bench = args.next().unwrap_or_else(|| usage()),
             "--ops" => ops = Some(args.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)),
+            "--label" => label = Some(args.next().unwrap_or_else(|| usage())),
             _ => usage(),
         }
     }
@@ -631,6 +635,7 @@ fn main() {
         "may" => my::measure,
         _ => usage(),
     };
+    let runtime = label.unwrap_or(runtime);
     match measure(&bench, ops) {
         Ok(took) => {
             // Two-task benchmarks round the ops down to an even count.

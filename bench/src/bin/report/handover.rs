@@ -160,6 +160,40 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
         let _ = writeln!(w);
     }
     let _ = writeln!(w);
+    // yieldloop built with feature `tracing`, no subscriber installed.
+    let traced: Vec<(&str, Stat, Stat)> = [("yield", "yield"), ("spawn", "spawn + join")]
+        .into_iter()
+        .filter_map(|(bench, title)| {
+            let on = handover_cell(recs, "yieldloop-tracing", bench).ns?;
+            let off = handover_cell(recs, "yieldloop", bench).ns?;
+            Some((title, on, off))
+        })
+        .collect();
+    if !traced.is_empty() {
+        let _ = writeln!(
+            w,
+            "**Feature `tracing`, no subscriber.** The same benchmarks with yieldloop built \
+             with `--features tracing` (`handover --runtime yieldloop --label \
+             yieldloop-tracing`, from a build of its own), in the same rounds: a span per \
+             task, entered at each resume, and a `TRACE` event per pause and resume, \
+             which with no subscriber cost a check of a cached interest each.\n"
+        );
+        let _ = writeln!(
+            w,
+            "| benchmark | without | with `tracing` | with / without |"
+        );
+        let _ = writeln!(w, "|---|---:|---:|---:|");
+        for (title, on, off) in traced {
+            let _ = writeln!(
+                w,
+                "| {title} | {} | {} | {:.3} |",
+                cell(Some(off)),
+                cell(Some(on)),
+                on.med / off.med
+            );
+        }
+        let _ = writeln!(w);
+    }
     if !notes.is_empty() {
         let _ = writeln!(w, "Notes and failures:\n");
         for (i, n) in notes.iter().enumerate() {

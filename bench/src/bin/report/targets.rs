@@ -53,6 +53,22 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
             unit: "µs",
         },
         Target {
+            what: "yield between two tasks, feature `tracing` on, no subscriber",
+            ours: ho("yieldloop-tracing", "yield"),
+            theirs: ho("yieldloop", "yield"),
+            yardstick: "yieldloop without the feature",
+            max_ratio: 1.03,
+            unit: "ns",
+        },
+        Target {
+            what: "spawn + join, feature `tracing` on, no subscriber",
+            ours: ho("yieldloop-tracing", "spawn"),
+            theirs: ho("yieldloop", "spawn"),
+            yardstick: "yieldloop without the feature",
+            max_ratio: 1.03,
+            unit: "ns",
+        },
+        Target {
             what: "channel ping-pong, one hand-over",
             ours: ho("yieldloop", "pingpong"),
             theirs: ho("tokio", "pingpong"),
