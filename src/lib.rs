@@ -55,9 +55,11 @@
 //!      one scheduler per worker thread, tasks never move between threads;
 //!      with feature `tokio`, `on_tokio()`: a future run on one shared
 //!      tokio runtime while only the calling task waits for it.
-//!    - [`net`], [`process`]: sockets, whose host names are looked up on
+//!    - [`net`], [`process`], `hook`: sockets, whose host names are looked up on
 //!      the blocking pool; child processes, their pipes on `io` and their
-//!      exits waited for by pausing the task.
+//!      exits waited for by pausing the task; with feature `hook` (Linux),
+//!      the C library's blocking socket and sleep calls, which pause only
+//!      the calling task when made from one.
 //! 5. The public faces.
 //!    - [`raw`], [`diag`]: the protocol for building your own primitives;
 //!      tuning and diagnostics.
@@ -84,6 +86,13 @@
 //!   traits alone start no tokio runtime), and `on_tokio()`, which runs a
 //!   future that needs tokio's own reactor, timers or spawn on one shared
 //!   tokio runtime, built on first use, while only the calling task waits.
+//! - `hook` (Linux only): yieldloop defines the C library's blocking
+//!   socket and sleep calls (`read`, `recv`, `write`, `send`, `connect`,
+//!   `accept`, `poll`, `select`, `nanosleep`, `getaddrinfo`, …), so that a
+//!   synchronous library that opens its own sockets, Rust or C, pauses
+//!   only the calling task; from anywhere else they are the plain calls.
+//!   C libraries loaded as shared objects reach them when the executable
+//!   is linked with `-rdynamic`. See the `hook` module.
 //!
 //! # Other libraries
 //!
@@ -159,6 +168,8 @@ mod blocking;
 mod bridge;
 mod gather;
 mod handoff;
+#[cfg(feature = "hook")]
+pub mod hook;
 pub mod io;
 pub mod net;
 #[cfg(feature = "tokio")]

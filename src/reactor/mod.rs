@@ -247,6 +247,20 @@ impl Reactor {
     /// scheduler wakes ([`take_woken`](Self::take_woken)), so that a future
     /// waiting on it is polled again and finds it gone.
     pub(crate) fn deregister(&mut self, id: IoId, wakeups: &mut impl Wakeups) {
+        self.remove_source(id, true, wakeups);
+    }
+
+    /// Frees the slot of a source whose descriptor number may name another
+    /// file by now (it was closed behind the reactor's back): as
+    /// [`deregister`](Self::deregister), but without telling the poller,
+    /// which would act on whatever the number names now. The kernel drops
+    /// the poller's entry when the file closes.
+    #[cfg(feature = "hook")]
+    pub(crate) fn forget(&mut self, id: IoId, wakeups: &mut impl Wakeups) {
+        self.remove_source(id, false, wakeups);
+    }
+
+    fn remove_source(&mut self, id: IoId, tell_poller: bool, wakeups: &mut impl Wakeups) {
         if self.get_mut(id).is_none() {
             return;
         }
@@ -255,7 +269,7 @@ impl Reactor {
         // explicitly also covers descriptors that were duplicated. A source
         // registered without its descriptor (a signal self-pipe, never
         // duplicated) leaves when it closes.
-        if src.fd >= 0 {
+        if tell_poller && src.fd >= 0 {
             let _ = self
                 .poll
                 .registry()

@@ -301,6 +301,27 @@ impl Scheduler {
         self.release_and_wake(core);
     }
 
+    /// Deregisters the source `id` if the scheduler's state is free now
+    /// (`forget`: without telling the poller, for a descriptor number that
+    /// may name another file by now; see [`Reactor::forget`]). Returns
+    /// false, doing nothing, when the state is in use: called from a
+    /// `close` that can come from anywhere, including the scheduler's own
+    /// code.
+    #[cfg(feature = "hook")]
+    pub(crate) fn try_deregister(&self, id: IoId, forget: bool) -> bool {
+        let Ok(mut core) = self.core.try_borrow_mut() else {
+            return false;
+        };
+        let (reactor, mut waking) = core.split();
+        if forget {
+            reactor.forget(id, &mut waking);
+        } else {
+            reactor.deregister(id, &mut waking);
+        }
+        self.release_and_wake(core);
+        true
+    }
+
     /// Asks whether the source `io` is worth trying in one direction for a
     /// future polled with `waker`, filing the waker if not (see
     /// [`Reactor::poll_ready`]). `Ok(true)`: try.
