@@ -140,6 +140,12 @@ extern "C" fn collect(ptr: *const c_char, size: usize, n: usize, data: *mut c_vo
 #[test]
 fn transfers_from_tasks_overlap() {
     let Some(curl) = Curl::load() else { return };
+    // The C library reaches the hook only through the executable's
+    // exported symbols.
+    assert!(
+        yieldloop::hook::active(),
+        "the test executable does not export the hook's symbols (-rdynamic)"
+    );
     const TASKS: usize = 10;
     let server = HttpServer::start();
     let url = format!("http://{}/sleep?ms=200", server.addr);
@@ -169,7 +175,7 @@ fn transfers_from_tasks_overlap() {
     );
     assert!(ticks >= 50, "ticker ticked {ticks} times in {elapsed:?}");
     assert!(
-        longest < Duration::from_millis(50),
+        longest < Duration::from_millis(100),
         "ticker's longest gap: {longest:?}"
     );
 }

@@ -157,6 +157,12 @@ fn conninfo(server: &servers::PgServer) -> String {
 #[test]
 fn twenty_pg_sleeps_overlap_on_one_thread() {
     let Some(pq) = Pq::load() else { return };
+    // The C library reaches the hook only through the executable's
+    // exported symbols.
+    assert!(
+        yieldloop::hook::active(),
+        "the test executable does not export the hook's symbols (-rdynamic)"
+    );
     let Some(server) = servers::postgres() else {
         return;
     };
@@ -195,7 +201,7 @@ fn twenty_pg_sleeps_overlap_on_one_thread() {
     );
     assert!(ticks >= 50, "ticker ticked {ticks} times in {elapsed:?}");
     assert!(
-        longest < Duration::from_millis(50),
+        longest < Duration::from_millis(100),
         "ticker's longest gap: {longest:?}"
     );
 }
