@@ -390,3 +390,73 @@ fn a_plain_thread_sees_the_plain_client() {
     .expect("the session in a task");
     assert_eq!(in_task, on_thread);
 }
+
+/// The example service with its Redis commands on the sync client
+/// (`ServiceConfig::sync_client`): requests from eight client threads at
+/// once, each answered in its own task on the one worker, all count.
+#[test]
+fn the_service_runs_on_the_sync_client() {
+    use yieldloop_recipes::http::ServeConfig;
+    use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
+    use yieldloop_recipes::service::ServiceConfig;
+
+    let Some(server) = servers::redis() else {
+        return;
+    };
+    let addr = server.addr();
+    let config = ServiceConfig::new(PoolConfig::new(ConnectOptions::new(addr.to_string())))
+        .sync_client(redis::Client::open(url(addr)).unwrap())
+        .key_prefix("hook-service:");
+    let http = ServeConfig::default()
+        .signals(false)
+        .grace(Duration::from_millis(500))
+        .bind("127.0.0.1:0", 1)
+        .unwrap();
+    let http_addr = http.local_addr();
+    let shutdown = http.shutdown_handle();
+    let serving = std::thread::spawn(move || {
+        http.run_with(move || {
+            let service = config.service();
+            move |req: &_| service.handle(req)
+        })
+    });
+
+    const CLIENTS: usize = 8;
+    const HITS: usize = 25;
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .timeout_global(Some(util::TIMEOUT))
+                    .build()
+                    .into();
+                for _ in 0..HITS {
+                    let resp = agent
+                        .post(format!("http://{http_addr}/hits/shared"))
+                        .send_empty()
+                        .expect("POST /hits/shared");
+                    assert_eq!(resp.status().as_u16(), 200);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let body = ureq::get(format!("http://{http_addr}/hits/shared"))
+        .call()
+        .expect("GET /hits/shared")
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    let value: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(value["hits"], (CLIENTS * HITS) as i64, "{body}");
+    // What Redis holds, read on a plain thread outside the service.
+    let mut direct = connect(addr).unwrap();
+    assert_eq!(
+        direct.get::<_, i64>("hook-service:hits:shared").unwrap(),
+        (CLIENTS * HITS) as i64
+    );
+    shutdown.trigger();
+    serving.join().unwrap().unwrap();
+}
