@@ -59,8 +59,9 @@
 #                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
 #                   (apt-get install redis-server), else the stage is skipped
-#   HOOK_REPS [5]   runs per cell of the hook stage (each build or mode in turn)
-#   HOOK_ITERS [1000000]  calls per timed batch of hook_cost (15 batches per run)
+#   HOOK_REPS [3]   runs per cell of the hook stage (each build or mode in turn)
+#   HOOK_ITERS [100000]  calls per timed batch of hook_cost
+#   HOOK_BATCHES [31]  timed batches per call and way in a hook_cost run
 #   HOOK_N [10000]  tasks, each with a connection, per hook_conns run
 #   HOOK_ROUNDS [20]  round trips per task in a hook_conns run
 #   HOOK_TIMEOUT [300]  seconds before a hook-stage run is killed and marked failed
@@ -118,8 +119,9 @@ DB_WAIT_MS=${DB_WAIT_MS:-200}
 DB_TIMEOUT=${DB_TIMEOUT:-120}
 DB_TOKIO_WORKERS=${DB_TOKIO_WORKERS:-}
 SERVICE_REPS=${SERVICE_REPS:-3}
-HOOK_REPS=${HOOK_REPS:-5}
-HOOK_ITERS=${HOOK_ITERS:-1000000}
+HOOK_REPS=${HOOK_REPS:-3}
+HOOK_ITERS=${HOOK_ITERS:-100000}
+HOOK_BATCHES=${HOOK_BATCHES:-31}
 HOOK_N=${HOOK_N:-10000}
 HOOK_ROUNDS=${HOOK_ROUNDS:-20}
 HOOK_TIMEOUT=${HOOK_TIMEOUT:-300}
@@ -304,6 +306,7 @@ fi
     echo "hook_build=$HOOK_BUILD"
     echo "hook_reps=$HOOK_REPS"
     echo "hook_iters=$HOOK_ITERS"
+    echo "hook_batches=$HOOK_BATCHES"
     echo "hook_n=$HOOK_N"
     echo "hook_rounds=$HOOK_ROUNDS"
     echo "hook_timeout=$HOOK_TIMEOUT"
@@ -395,7 +398,7 @@ cat >>"$RES/commands.txt" <<EOF
 # (pinned like a server); 10,000 tasks each holding a connection, yieldloop's
 # own TcpStream (plain build) or std's under the hook (its echo server is a
 # child process of its own)
-${PIN_SERVER:+$PIN_SERVER }bench/target/{release|hook/release}/hook_cost --iters ${HOOK_ITERS}
+${PIN_SERVER:+$PIN_SERVER }bench/target/{release|hook/release}/hook_cost --iters ${HOOK_ITERS} --batches ${HOOK_BATCHES}
 timeout ${HOOK_TIMEOUT} bench/target/release/hook_conns --mode native --n ${HOOK_N} --rounds ${HOOK_ROUNDS}
 timeout ${HOOK_TIMEOUT} bench/target/hook/release/hook_conns --mode hook --n ${HOOK_N} --rounds ${HOOK_ROUNDS}
 EOF
@@ -1101,7 +1104,7 @@ if want hook; then
                 [ "$build" = hook ] && bin=$HBIN/hook_cost
                 log "hook cost, $build build, run $rep/$HOOK_REPS"
                 # shellcheck disable=SC2086
-                out=$(timeout "$HOOK_TIMEOUT" $PIN_SERVER "$bin" --iters "$HOOK_ITERS" 2>"$RES/cell.err")
+                out=$(timeout "$HOOK_TIMEOUT" $PIN_SERVER "$bin" --iters "$HOOK_ITERS" --batches "$HOOK_BATCHES" 2>"$RES/cell.err")
                 rc=$?
                 if [ $rc -eq 0 ] && grep -q '^hook_cost ' <<<"$out"; then
                     grep '^hook_cost ' <<<"$out" | sed "s/^hook_cost /hook kind=cost rep=$rep ok=1 /" >>"$RES/hook.txt"
