@@ -580,3 +580,31 @@ fn getaddrinfo_from_a_task() {
     assert!(!plain.is_empty());
     assert_eq!(plain, in_task);
 }
+
+/// A descriptor the hook has registered (a blocking connect waited on it)
+/// can then be handed to `io::PausingIo`, which takes the registration
+/// over, and after `into_inner` the hook serves it again.
+#[test]
+fn a_hooked_descriptor_handed_to_pausing_io() {
+    yieldloop::run(|| {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            c.write_all(b"one").unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            c.write_all(b"two").unwrap();
+        });
+        let s = TcpStream::connect(addr).unwrap();
+        let mut buf = [0u8; 3];
+        (&s).read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"one");
+        let io = yieldloop::io::PausingIo::new(s).unwrap();
+        let s = io.into_inner();
+        s.set_nonblocking(false).unwrap();
+        (&s).read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"two");
+        server.join().unwrap();
+    });
+}

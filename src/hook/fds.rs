@@ -160,7 +160,14 @@ pub(super) fn registration(fd: c_int) -> io::Result<IoId> {
     let sched = scheduler::try_with_scheduler(|s| s.id)
         .ok_or_else(|| io::Error::from_raw_os_error(libc::EPERM))?;
     let (known, stale) = with_entry(fd, |e| match e.reg {
-        Some(r) if r.sched == sched && r.dev == dev && r.ino == ino => (Some(r.io), None),
+        Some(r)
+            if r.sched == sched
+                && r.dev == dev
+                && r.ino == ino
+                && scheduler::with_scheduler("the hook", |s| s.is_registered(r.io)) =>
+        {
+            (Some(r.io), None)
+        }
         // Another file under the same number, closed behind our back, or a
         // registration of an earlier run: drop it without telling the
         // poller, which would act on the new file.
