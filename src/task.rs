@@ -562,7 +562,9 @@ pub(crate) unsafe fn resume_task(
 /// set, so that its call fails and its code runs on until it pauses on its
 /// own or ends; then it is unwound (or dropped) as any other. A task that
 /// is still inside an intercepted call after [`FOREIGN_ROUNDS`] such
-/// resumes is leaked: its stack is never run or unwound again.
+/// resumes, or that is torn down while this thread unwinds (its code
+/// would run mid-unwind, where a panic of its own aborts), is leaked: its
+/// stack is never run or unwound again.
 pub(crate) fn drop_task(header: OwnedHeader) {
     /// Puts back the context that was current before the teardown.
     struct Restore(*const TaskContext, bool);
@@ -578,10 +580,19 @@ pub(crate) fn drop_task(header: OwnedHeader) {
     // plain cell that only the task's own code writes, which is not
     // running while this reads it.
     while unsafe { (*ptr::addr_of!((*p.as_ptr()).cx)).foreign.paused.get() } {
-        if rounds == FOREIGN_ROUNDS {
+        if rounds == FOREIGN_ROUNDS || std::thread::panicking() {
+            // While this thread unwinds (a timeout scope or a panic tearing
+            // a scope's tasks down), the task's code would run with the
+            // unwind in progress, where any panic of its own (an `unwrap`
+            // of the error its call returns) aborts the process.
             eprintln!(
-                "yieldloop: a task stayed inside an intercepted call through {FOREIGN_ROUNDS} \
-                 cancellations; it is left as it is (its stack is leaked, never unwound)"
+                "yieldloop: a task paused inside an intercepted call could not be resumed \
+                 to end it ({}); it is left as it is: its stack is leaked, never unwound",
+                if rounds == FOREIGN_ROUNDS {
+                    "it stayed inside such calls through its cancellations"
+                } else {
+                    "it was torn down during an unwind"
+                }
             );
             std::mem::forget(header);
             return;

@@ -524,8 +524,11 @@ fn the_end_of_run_with_tasks_inside_intercepted_calls() {
 }
 
 /// A scope whose task times out while a scoped task is paused inside an
-/// intercepted read: the scoped task is resumed with `ECANCELED` and torn
-/// down before the scope's memory goes (no abort).
+/// intercepted read: the scope unwinds, and the scoped task, which cannot
+/// be unwound through the read's caller nor run mid-unwind, is left as it
+/// is, never to run again (no abort, and what it borrowed is untouched).
+/// `cancel_all`, which is no unwind, resumes a scoped task the same way
+/// `JoinHandle::cancel` does.
 #[test]
 fn a_scope_torn_down_with_a_child_inside_a_read() {
     yieldloop::run(|| {
@@ -541,6 +544,20 @@ fn a_scope_torn_down_with_a_child_inside_a_read() {
         });
         assert!(r.is_err());
         assert_eq!(borrowed, [0u8; 16]);
+
+        let (_c, d) = pair();
+        let seen = Cell::new(0);
+        yieldloop::scope(|s| {
+            let h = s.spawn(|| {
+                let e = (&d).read(&mut [0u8; 4]).unwrap_err();
+                seen.set(errno_of(&e));
+                yieldloop::yield_now();
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            s.cancel_all();
+            assert!(h.join().unwrap_err().is_cancelled());
+        });
+        assert_eq!(seen.get(), libc::ECANCELED);
     });
 }
 

@@ -59,7 +59,12 @@
 //!   pause (a yieldloop call that waits) it is torn down as any other
 //!   cancelled task. This happens before the cancellation returns. A task
 //!   that is still paused inside intercepted calls after eight such
-//!   resumes is left as it is: its stack is leaked, never unwound;
+//!   resumes is left as it is: its stack is leaked, never unwound. So is
+//!   one torn down while its thread unwinds (a `timeout` or a panic
+//!   tearing down a [`scope`](crate::scope()) whose task is inside such a
+//!   call): resumed then, its code would run mid-unwind, where a panic of
+//!   its own (an `unwrap` of the error) would abort the process. A message
+//!   on stderr says when a task is left so;
 //! - a sleep cut short either way returns as if it had slept its full
 //!   time (a sleep that failed would be retried by most callers, and
 //!   `std::thread::sleep` allows only `EINTR`);

@@ -63,9 +63,11 @@ pub(super) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
 /// A task unwinding from a panic is not one: a coroutine must never
 /// switch away mid-unwind, so a destructor's call then blocks the thread
 /// as it would without the hook.
+/// A task cancelled inside an intercepted call fails its calls at once,
+/// without pausing, so that case stays with the hook even then.
 #[inline(always)]
 pub(super) fn in_task() -> bool {
-    task::in_task() && !std::thread::panicking()
+    task::in_task() && (!std::thread::panicking() || cancelled())
 }
 
 /// How a pause from inside an intercepted call ended.
