@@ -155,6 +155,49 @@ pub(crate) struct ForeignState {
     /// (0: none): the scope's `timeout` returns `Err(Elapsed)` when its
     /// closure returns.
     expired_scope: Cell<u64>,
+    /// True while the task makes one of yieldloop's own calls on a
+    /// non-blocking descriptor ([`own_io`]): the hook lets those through
+    /// without looking at the descriptor.
+    #[cfg(feature = "hook")]
+    own_io: Cell<bool>,
+}
+
+/// True when an intercepted call (feature `hook`) made now should be
+/// served by pausing the calling task: a task runs (not torn down) and
+/// is not inside one of yieldloop's own I/O calls ([`own_io`]).
+#[cfg(feature = "hook")]
+#[inline(always)]
+pub(crate) fn hook_applies() -> bool {
+    match running_cx() {
+        Some(cx) => !cx.foreign.own_io.get() && !FORCED_UNWIND.with(Cell::get),
+        None => false,
+    }
+}
+
+/// Runs `f`, one of yieldloop's own operations on a non-blocking
+/// descriptor (a `PausingIo` try), marked so that the `hook` feature lets
+/// its system calls through untouched. Without the feature, just `f()`.
+#[inline(always)]
+pub(crate) fn own_io<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "hook")]
+    {
+        /// Puts the mark back however `f` ends (also if it pauses, the
+        /// mark being the task's own).
+        struct Restore(Option<&'static TaskContext>, bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                if let Some(cx) = self.0 {
+                    cx.foreign.own_io.set(self.1);
+                }
+            }
+        }
+        let cx = running_cx();
+        let was = cx.is_some_and(|cx| cx.foreign.own_io.replace(true));
+        let _restore = Restore(cx, was);
+        f()
+    }
+    #[cfg(not(feature = "hook"))]
+    f()
 }
 
 /// The cell of [`TaskContext::locals`]; a type of its own only to be

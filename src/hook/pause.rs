@@ -59,7 +59,8 @@ pub(super) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
 /// True when the calling code runs in a task that may pause: the hook
 /// takes over the call. Outside (a plain thread, the blocking pool, the
 /// scheduler's own code, a task being torn down) the call is the plain
-/// one. One thread-local read on the way out.
+/// one, and so is one of yieldloop's own calls on its non-blocking
+/// sockets and pipes. One thread-local read on the way out.
 /// A task unwinding from a panic is not one: a coroutine must never
 /// switch away mid-unwind, so a destructor's call then blocks the thread
 /// as it would without the hook.
@@ -67,7 +68,7 @@ pub(super) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
 /// without pausing, so that case stays with the hook even then.
 #[inline(always)]
 pub(super) fn in_task() -> bool {
-    task::in_task() && (!std::thread::panicking() || cancelled())
+    task::hook_applies() && (!std::thread::panicking() || cancelled())
 }
 
 /// How a pause from inside an intercepted call ended.
