@@ -626,3 +626,27 @@ fn a_hooked_descriptor_handed_to_pausing_io() {
         server.join().unwrap();
     });
 }
+
+/// `recv` with `MSG_WAITALL` waits for every byte asked for, which come in
+/// three writes 100 ms apart.
+#[test]
+fn recv_waitall_waits_for_every_byte() {
+    let ((n, buf), gap) = with_ticker(|| {
+        let (mut a, b) = pair();
+        let writer = spawn(move || {
+            for part in [&b"abc"[..], b"def", b"ghi"] {
+                std::thread::sleep(Duration::from_millis(100));
+                a.write_all(part).unwrap();
+            }
+            a
+        });
+        let mut buf = [0u8; 9];
+        // SAFETY: `buf` is valid for its length.
+        let n = unsafe { libc::recv(b.as_raw_fd(), buf.as_mut_ptr().cast(), 9, libc::MSG_WAITALL) };
+        let _a = writer.join().unwrap();
+        (n, buf)
+    });
+    assert_eq!(n, 9);
+    assert_eq!(&buf, b"abcdefghi");
+    assert!(gap < GAP_LIMIT, "the ticker stalled for {gap:?}");
+}

@@ -16,7 +16,7 @@
 //!
 //! | calls | from a task |
 //! |---|---|
-//! | `read`, `readv`, `recv`, `recvfrom`, `recvmsg` | on a socket the caller left blocking: made with `MSG_DONTWAIT`; on `EAGAIN` the task waits until the socket is readable, then tries again |
+//! | `read`, `readv`, `recv`, `recvfrom`, `recvmsg` | on a socket the caller left blocking: made with `MSG_DONTWAIT`; on `EAGAIN` the task waits until the socket is readable, then tries again; `recv` and `recvfrom` with `MSG_WAITALL` return once all the bytes asked for have come, as the kernel's (`recvmsg` with it returns what one receive finds) |
 //! | `write`, `writev`, `send`, `sendto`, `sendmsg` | the same, waiting for writability; on a stream socket the call returns once every byte is handed to the kernel, as a blocking send does |
 //! | `connect` | on a blocking socket: started non-blocking (the mode is switched for that one system call and put back at once), the task waits until the socket is writable, and the call returns the kernel's outcome from `SO_ERROR` (`ECONNREFUSED`, `ETIMEDOUT`, …) |
 //! | `accept`, `accept4` | on a blocking listener: the task waits until a connection is pending, then the plain call takes it |
@@ -112,9 +112,11 @@
 //! library's non-blocking one?), a `getsockopt` (its timeout), an `fstat`
 //! (is its registration still for this file?) and the pause. Each
 //! descriptor is registered with the reactor once, on its first wait,
-//! and leaves it on `close`. yieldloop's own sockets are non-blocking, so
-//! their calls go through as they are, but for that `fcntl` on the way to
-//! each wait.
+//! and leaves it on `close`. yieldloop's own sockets, pipes and
+//! [`PausingIo`](crate::io::PausingIo) descriptors are non-blocking, and
+//! their calls are marked as yieldloop's own: the hook lets them through
+//! after the same one-word check as outside a task. (So does a call made
+//! inside a closure given to `PausingIo::read_with` and its kind.)
 //!
 //! # What is not covered
 //!
