@@ -650,3 +650,38 @@ fn recv_waitall_waits_for_every_byte() {
     assert_eq!(&buf, b"abcdefghi");
     assert!(gap < GAP_LIMIT, "the ticker stalled for {gap:?}");
 }
+
+/// A library that retries a call its expired `timeout` failed: each
+/// retry fails with `ETIMEDOUT` at once, but lets the other tasks of the
+/// thread run first, so a retry loop does not hold the thread.
+#[test]
+fn retries_after_a_timeout_expired_let_others_run() {
+    yieldloop::run(|| {
+        let (_a, b) = pair();
+        let ticks = Rc::new(Cell::new(0u32));
+        let t = ticks.clone();
+        let counter = spawn(move || loop {
+            t.set(t.get() + 1);
+            yieldloop::yield_now();
+        });
+        let during_retries = Cell::new(0);
+        let r = yieldloop::timeout(Duration::from_millis(50), || {
+            // The first read waits the 50 ms out.
+            let e = (&b).read(&mut [0u8; 4]).unwrap_err();
+            assert_eq!(errno_of(&e), libc::ETIMEDOUT);
+            let before = ticks.get();
+            for _ in 0..100 {
+                let e = (&b).read(&mut [0u8; 4]).unwrap_err();
+                assert_eq!(errno_of(&e), libc::ETIMEDOUT);
+            }
+            during_retries.set(ticks.get() - before);
+        });
+        counter.cancel();
+        assert!(r.is_err());
+        assert!(
+            during_retries.get() >= 100,
+            "the counter ran {} times during 100 retries",
+            during_retries.get()
+        );
+    });
+}

@@ -117,8 +117,17 @@ pub(super) fn pause(
             }
             None => Woke::TimedOut,
         };
-        // A deadline `<= now` is due: no pause.
+        // A deadline `<= now` is due: no pause for it. But a scope that has
+        // expired already ends every call inside it at once, and a library
+        // that retries on the error would spin, holding the thread: each
+        // such call lets the other tasks run first.
         if deadline.is_some_and(|d| Instant::now() >= d) {
+            if scope.is_some() {
+                let _ = cx.pause_foreign(Op::Yield);
+                if cx.foreign_cancelled() {
+                    return Woke::Failed(CANCELLED);
+                }
+            }
             return expired(cx);
         }
         let answer = cx.pause_foreign(make(deadline));
