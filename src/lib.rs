@@ -112,7 +112,8 @@
 //!   `redis` crate's `Client::open`, ureq, `postgres`) blocks the whole
 //!   thread on every call, and a [`timeout()`] around it returns late: run
 //!   it with [`spawn_blocking`], or hand it a yieldloop stream where it
-//!   takes one.
+//!   takes one; or, on Linux, turn on the feature `hook`, and its socket
+//!   and sleep calls (a C library's too) pause only the calling task.
 //!
 //! Chapter 12 of the book in `docs/` takes each in turn, with what it
 //! costs.

@@ -155,6 +155,49 @@ pub(crate) struct ForeignState {
     /// (0: none): the scope's `timeout` returns `Err(Elapsed)` when its
     /// closure returns.
     expired_scope: Cell<u64>,
+    /// True while the task makes one of yieldloop's own calls on a
+    /// non-blocking descriptor ([`own_io`]): the hook lets those through
+    /// without looking at the descriptor.
+    #[cfg(feature = "hook")]
+    own_io: Cell<bool>,
+}
+
+/// True when an intercepted call (feature `hook`) made now should be
+/// served by pausing the calling task: a task runs (not torn down) and
+/// is not inside one of yieldloop's own I/O calls ([`own_io`]).
+#[cfg(feature = "hook")]
+#[inline(always)]
+pub(crate) fn hook_applies() -> bool {
+    match running_cx() {
+        Some(cx) => !cx.foreign.own_io.get() && !FORCED_UNWIND.with(Cell::get),
+        None => false,
+    }
+}
+
+/// Runs `f`, one of yieldloop's own operations on a non-blocking
+/// descriptor (a `PausingIo` try), marked so that the `hook` feature lets
+/// its system calls through untouched. Without the feature, just `f()`.
+#[inline(always)]
+pub(crate) fn own_io<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "hook")]
+    {
+        /// Puts the mark back however `f` ends (also if it pauses, the
+        /// mark being the task's own).
+        struct Restore(Option<&'static TaskContext>, bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                if let Some(cx) = self.0 {
+                    cx.foreign.own_io.set(self.1);
+                }
+            }
+        }
+        let cx = running_cx();
+        let was = cx.is_some_and(|cx| cx.foreign.own_io.replace(true));
+        let _restore = Restore(cx, was);
+        f()
+    }
+    #[cfg(not(feature = "hook"))]
+    f()
 }
 
 /// The cell of [`TaskContext::locals`]; a type of its own only to be
@@ -562,7 +605,9 @@ pub(crate) unsafe fn resume_task(
 /// set, so that its call fails and its code runs on until it pauses on its
 /// own or ends; then it is unwound (or dropped) as any other. A task that
 /// is still inside an intercepted call after [`FOREIGN_ROUNDS`] such
-/// resumes is leaked: its stack is never run or unwound again.
+/// resumes, or that is torn down while this thread unwinds (its code
+/// would run mid-unwind, where a panic of its own aborts), is leaked: its
+/// stack is never run or unwound again.
 pub(crate) fn drop_task(header: OwnedHeader) {
     /// Puts back the context that was current before the teardown.
     struct Restore(*const TaskContext, bool);
@@ -578,10 +623,19 @@ pub(crate) fn drop_task(header: OwnedHeader) {
     // plain cell that only the task's own code writes, which is not
     // running while this reads it.
     while unsafe { (*ptr::addr_of!((*p.as_ptr()).cx)).foreign.paused.get() } {
-        if rounds == FOREIGN_ROUNDS {
+        if rounds == FOREIGN_ROUNDS || std::thread::panicking() {
+            // While this thread unwinds (a timeout scope or a panic tearing
+            // a scope's tasks down), the task's code would run with the
+            // unwind in progress, where any panic of its own (an `unwrap`
+            // of the error its call returns) aborts the process.
             eprintln!(
-                "yieldloop: a task stayed inside an intercepted call through {FOREIGN_ROUNDS} \
-                 cancellations; it is left as it is (its stack is leaked, never unwound)"
+                "yieldloop: a task paused inside an intercepted call could not be resumed \
+                 to end it ({}); it is left as it is: its stack is leaked, never unwound",
+                if rounds == FOREIGN_ROUNDS {
+                    "it stayed inside such calls through its cancellations"
+                } else {
+                    "it was torn down during an unwind"
+                }
             );
             std::mem::forget(header);
             return;

@@ -102,6 +102,30 @@ pub(super) fn send_all(
     }
 }
 
+/// A receive with `MSG_WAITALL` on a socket the caller left blocking:
+/// as a blocking one, it returns once `len` bytes have come, or fewer at
+/// the end of the stream or when an error, a timeout or a cancellation
+/// cuts it short after some. `op(done, flags)` receives at offset `done`.
+pub(super) fn recv_all(
+    fd: c_int,
+    len: usize,
+    flags: c_int,
+    mut op: impl FnMut(usize, c_int) -> ssize_t,
+) -> ssize_t {
+    let mut deadline = CallDeadline::new(fd, false);
+    let mut done = 0usize;
+    loop {
+        let r = socket_call(fd, false, flags, &mut deadline, |f| op(done, f));
+        if r < 0 {
+            return if done > 0 { done as ssize_t } else { r };
+        }
+        done += r as usize;
+        if done >= len || r == 0 || fds::nonblocking(fd) {
+            return done as ssize_t;
+        }
+    }
+}
+
 /// A call on a pipe or FIFO the caller left blocking: the task waits until
 /// the pipe is ready, then makes the plain call (which, should another
 /// reader or writer get there first, may still block the thread).

@@ -84,11 +84,14 @@ fn generation(fd: c_int) -> u32 {
 
 /// Runs `f` on this thread's entry for `fd` (stale entries reset first).
 /// A stale registration found on the way is freed once the table is let
-/// go of (freeing it may wake wakers, which may call back in).
-fn with_entry<R>(fd: c_int, f: impl FnOnce(&mut Entry) -> R) -> R {
+/// go of (freeing it may wake wakers, which may call back in). `None`
+/// when the table is in use already: a call made from inside the hook's
+/// own bookkeeping (a signal handler's `write`, say), which then gets the
+/// plain treatment.
+fn with_entry<R>(fd: c_int, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
     let gen = generation(fd);
     let (r, stale) = TABLE.with(|t| {
-        let mut t = t.borrow_mut();
+        let mut t = t.try_borrow_mut().ok()?;
         let i = fd as usize;
         if t.len() <= i {
             t.resize(i + 1, EMPTY);
@@ -99,12 +102,12 @@ fn with_entry<R>(fd: c_int, f: impl FnOnce(&mut Entry) -> R) -> R {
             stale = e.reg.take();
             *e = Entry { gen, ..EMPTY };
         }
-        (f(e), stale)
-    });
+        Some((f(e), stale))
+    })?;
     if let Some(reg) = stale {
         forget(reg);
     }
-    r
+    Some(r)
 }
 
 /// The kind of `fd`, looked up with `fstat` the first time.
@@ -112,7 +115,9 @@ pub(super) fn kind(fd: c_int) -> Kind {
     if fd < 0 {
         return Kind::Other;
     }
-    let known = with_entry(fd, |e| e.kind);
+    let Some(known) = with_entry(fd, |e| e.kind) else {
+        return Kind::Other;
+    };
     if known != Kind::Unknown {
         return known;
     }
@@ -125,7 +130,7 @@ pub(super) fn kind(fd: c_int) -> Kind {
         // A bad descriptor: the plain call reports it.
         None => return Kind::Other,
     };
-    with_entry(fd, |e| e.kind = kind);
+    let _ = with_entry(fd, |e| e.kind = kind);
     kind
 }
 
@@ -159,14 +164,23 @@ pub(super) fn registration(fd: c_int) -> io::Result<IoId> {
     let (dev, ino) = (st.st_dev, st.st_ino);
     let sched = scheduler::try_with_scheduler(|s| s.id)
         .ok_or_else(|| io::Error::from_raw_os_error(libc::EPERM))?;
+    let busy = || io::Error::from_raw_os_error(libc::EBUSY);
     let (known, stale) = with_entry(fd, |e| match e.reg {
-        Some(r) if r.sched == sched && r.dev == dev && r.ino == ino => (Some(r.io), None),
+        Some(r)
+            if r.sched == sched
+                && r.dev == dev
+                && r.ino == ino
+                && scheduler::with_scheduler("the hook", |s| s.is_registered(r.io)) =>
+        {
+            (Some(r.io), None)
+        }
         // Another file under the same number, closed behind our back, or a
         // registration of an earlier run: drop it without telling the
         // poller, which would act on the new file.
         Some(_) => (None, e.reg.take()),
         None => (None, None),
-    });
+    })
+    .ok_or_else(busy)?;
     if let Some(r) = stale {
         forget(r);
     }
@@ -176,7 +190,9 @@ pub(super) fn registration(fd: c_int) -> io::Result<IoId> {
     let io = scheduler::with_scheduler("the hook", |s| {
         s.register(&mut mio::unix::SourceFd(&fd), fd).map(|r| r.0)
     })?;
-    with_entry(fd, |e| {
+    // Not recorded if the table is busy: the next registration then takes
+    // this one over (see `Reactor::register`).
+    let _ = with_entry(fd, |e| {
         e.reg = Some(Reg {
             sched,
             io,

@@ -16,7 +16,7 @@
 //!
 //! | calls | from a task |
 //! |---|---|
-//! | `read`, `readv`, `recv`, `recvfrom`, `recvmsg` | on a socket the caller left blocking: made with `MSG_DONTWAIT`; on `EAGAIN` the task waits until the socket is readable, then tries again |
+//! | `read`, `readv`, `recv`, `recvfrom`, `recvmsg` | on a socket the caller left blocking: made with `MSG_DONTWAIT`; on `EAGAIN` the task waits until the socket is readable, then tries again; `recv` and `recvfrom` with `MSG_WAITALL` return once all the bytes asked for have come, as the kernel's (`recvmsg` with it returns what one receive finds) |
 //! | `write`, `writev`, `send`, `sendto`, `sendmsg` | the same, waiting for writability; on a stream socket the call returns once every byte is handed to the kernel, as a blocking send does |
 //! | `connect` | on a blocking socket: started non-blocking (the mode is switched for that one system call and put back at once), the task waits until the socket is writable, and the call returns the kernel's outcome from `SO_ERROR` (`ECONNREFUSED`, `ETIMEDOUT`, …) |
 //! | `accept`, `accept4` | on a blocking listener: the task waits until a connection is pending, then the plain call takes it |
@@ -59,7 +59,12 @@
 //!   pause (a yieldloop call that waits) it is torn down as any other
 //!   cancelled task. This happens before the cancellation returns. A task
 //!   that is still paused inside intercepted calls after eight such
-//!   resumes is left as it is: its stack is leaked, never unwound;
+//!   resumes is left as it is: its stack is leaked, never unwound. So is
+//!   one torn down while its thread unwinds (a `timeout` or a panic
+//!   tearing down a [`scope`](crate::scope()) whose task is inside such a
+//!   call): resumed then, its code would run mid-unwind, where a panic of
+//!   its own (an `unwrap` of the error) would abort the process. A message
+//!   on stderr says when a task is left so;
 //! - a sleep cut short either way returns as if it had slept its full
 //!   time (a sleep that failed would be retried by most callers, and
 //!   `std::thread::sleep` allows only `EINTR`);
@@ -73,8 +78,12 @@
 //! `std::thread::sleep`, and every crate built on them). A C library
 //! loaded as a shared object (with `dlopen`, or linked against the
 //! executable, like libpq or libcurl) reaches them only if the executable
-//! exports them. The one setting: link the executable with `-rdynamic`,
-//! for instance from its build script
+//! exports them. rustc already puts `#[no_mangle]` functions in an
+//! executable's dynamic symbol table on Linux (seen with rustc 1.95, in
+//! debug and release builds, whether or not the program names this
+//! module); the one setting that guarantees it whatever the toolchain is
+//! to link the executable with `-rdynamic`, for instance from its build
+//! script
 //!
 //! ```text
 //! fn main() {
@@ -103,9 +112,11 @@
 //! library's non-blocking one?), a `getsockopt` (its timeout), an `fstat`
 //! (is its registration still for this file?) and the pause. Each
 //! descriptor is registered with the reactor once, on its first wait,
-//! and leaves it on `close`. yieldloop's own sockets are non-blocking, so
-//! their calls go through as they are, but for that `fcntl` on the way to
-//! each wait.
+//! and leaves it on `close`. yieldloop's own sockets, pipes and
+//! [`PausingIo`](crate::io::PausingIo) descriptors are non-blocking, and
+//! their calls are marked as yieldloop's own: the hook lets them through
+//! after the same one-word check as outside a task. (So does a call made
+//! inside a closure given to `PausingIo::read_with` and its kind.)
 //!
 //! # What is not covered
 //!
@@ -147,9 +158,15 @@ mod symbols;
 ///
 /// # Examples
 ///
+/// A startup check:
+///
 /// ```
-/// // yieldloop's own tests and examples are linked with `-rdynamic`.
-/// assert!(yieldloop::hook::active());
+/// if !yieldloop::hook::active() {
+///     eprintln!(
+///         "C libraries loaded as shared objects will block the scheduler's \
+///          thread: link the executable with -rdynamic"
+///     );
+/// }
 /// ```
 pub fn active() -> bool {
     // What a shared library's call to `recv` is bound to: the first

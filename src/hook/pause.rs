@@ -59,13 +59,16 @@ pub(super) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
 /// True when the calling code runs in a task that may pause: the hook
 /// takes over the call. Outside (a plain thread, the blocking pool, the
 /// scheduler's own code, a task being torn down) the call is the plain
-/// one. One thread-local read on the way out.
+/// one, and so is one of yieldloop's own calls on its non-blocking
+/// sockets and pipes. One thread-local read on the way out.
 /// A task unwinding from a panic is not one: a coroutine must never
 /// switch away mid-unwind, so a destructor's call then blocks the thread
 /// as it would without the hook.
+/// A task cancelled inside an intercepted call fails its calls at once,
+/// without pausing, so that case stays with the hook even then.
 #[inline(always)]
 pub(super) fn in_task() -> bool {
-    task::in_task() && !std::thread::panicking()
+    task::hook_applies() && (!std::thread::panicking() || cancelled())
 }
 
 /// How a pause from inside an intercepted call ended.
@@ -114,8 +117,17 @@ pub(super) fn pause(
             }
             None => Woke::TimedOut,
         };
-        // A deadline `<= now` is due: no pause.
+        // A deadline `<= now` is due: no pause for it. But a scope that has
+        // expired already ends every call inside it at once, and a library
+        // that retries on the error would spin, holding the thread: each
+        // such call lets the other tasks run first.
         if deadline.is_some_and(|d| Instant::now() >= d) {
+            if scope.is_some() {
+                let _ = cx.pause_foreign(Op::Yield);
+                if cx.foreign_cancelled() {
+                    return Woke::Failed(CANCELLED);
+                }
+            }
             return expired(cx);
         }
         let answer = cx.pause_foreign(make(deadline));

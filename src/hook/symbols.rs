@@ -88,6 +88,12 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
         return unsafe { real::recv(fd, buf, n, flags) };
     }
     guard(-1, || {
+        if flags & (libc::MSG_WAITALL | libc::MSG_DONTWAIT) == libc::MSG_WAITALL {
+            return calls::recv_all(fd, n, flags, |done, f| {
+                // SAFETY: the rest of the caller's buffer.
+                unsafe { real::recv(fd, buf.cast::<u8>().add(done).cast(), n - done, f) }
+            });
+        }
         let mut d = CallDeadline::new(fd, false);
         // SAFETY: the caller's arguments, with MSG_DONTWAIT added.
         calls::socket_call(fd, false, flags, &mut d, |f| unsafe {
@@ -115,6 +121,14 @@ pub unsafe extern "C" fn recvfrom(
         return unsafe { real::recvfrom(fd, buf, n, flags, addr, len) };
     }
     guard(-1, || {
+        if flags & (libc::MSG_WAITALL | libc::MSG_DONTWAIT) == libc::MSG_WAITALL {
+            return calls::recv_all(fd, n, flags, |done, f| {
+                let at = buf.cast::<u8>();
+                // SAFETY: the rest of the caller's buffer; the address, if
+                // asked for, is the last part's sender's.
+                unsafe { real::recvfrom(fd, at.add(done).cast(), n - done, f, addr, len) }
+            });
+        }
         let mut d = CallDeadline::new(fd, false);
         calls::socket_call(fd, false, flags, &mut d, |f| {
             // SAFETY: the caller's arguments, with MSG_DONTWAIT added.

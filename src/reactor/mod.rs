@@ -212,18 +212,42 @@ impl Reactor {
 
     /// Registers `source` (whose descriptor is `fd`) for read and write
     /// readiness. Returns its id and its count of read events.
+    ///
+    /// A descriptor registered here already under another source (the
+    /// `hook` feature registers the blocking descriptors of libraries, and
+    /// a library may then hand one to a [`PausingIo`](crate::io::PausingIo))
+    /// is taken over: the older source is dropped, its waiters woken with
+    /// an error, and the poller's entry points at the new one.
     pub(crate) fn register(
         &mut self,
         source: &mut impl mio::event::Source,
         fd: RawFd,
+        wakeups: &mut impl Wakeups,
     ) -> io::Result<(IoId, ReadEvents)> {
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        let mut key = self.sources.vacant_key();
+        match self.poll.registry().register(source, Token(key), interest) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && fd >= 0 => {
+                let older = self.sources.iter().find(|(_, s)| s.fd == fd);
+                let Some((k, s)) = older else {
+                    return Err(e);
+                };
+                let id = IoId {
+                    key: k,
+                    serial: s.serial,
+                };
+                self.remove_source(id, false, wakeups);
+                // The freed slot may be the next one handed out.
+                key = self.sources.vacant_key();
+                self.poll
+                    .registry()
+                    .reregister(source, Token(key), interest)?;
+            }
+            Err(e) => return Err(e),
+        }
         let entry = self.sources.vacant_entry();
-        let key = entry.key();
-        self.poll.registry().register(
-            source,
-            Token(key),
-            Interest::READABLE | Interest::WRITABLE,
-        )?;
+        debug_assert_eq!(entry.key(), key);
         // Serials are unique in the process, not just in this reactor, so a
         // socket kept from an earlier run never matches a live one here.
         let serial = NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -350,6 +374,14 @@ impl Reactor {
         if self.woken.is_empty() {
             self.woken = list;
         }
+    }
+
+    /// True while `id` names a live registration.
+    #[cfg(feature = "hook")]
+    pub(crate) fn is_registered(&self, id: IoId) -> bool {
+        self.sources
+            .get(id.key)
+            .is_some_and(|s| s.serial == id.serial)
     }
 
     /// The source named by `id`, unless the id is stale.

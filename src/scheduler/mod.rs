@@ -289,7 +289,11 @@ impl Scheduler {
         source: &mut impl mio::event::Source,
         fd: RawFd,
     ) -> io::Result<(IoId, ReadEvents)> {
-        self.core.borrow_mut().reactor.register(source, fd)
+        let mut core = self.core.borrow_mut();
+        let (reactor, mut waking) = core.split();
+        let r = reactor.register(source, fd, &mut waking);
+        self.release_and_wake(core);
+        r
     }
 
     /// Deregisters an I/O source; tasks still waiting on it get an error,
@@ -299,6 +303,14 @@ impl Scheduler {
         let (reactor, mut waking) = core.split();
         reactor.deregister(id, &mut waking);
         self.release_and_wake(core);
+    }
+
+    /// True while `id` names a live registration here.
+    #[cfg(feature = "hook")]
+    pub(crate) fn is_registered(&self, id: IoId) -> bool {
+        self.core
+            .try_borrow()
+            .is_ok_and(|c| c.reactor.is_registered(id))
     }
 
     /// Deregisters the source `id` if the scheduler's state is free now
