@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use crate::data::{cell, stat, thousands, Rec, Stat};
+use crate::data::{cell, num, stat, thousands, Rec, Stat};
 use crate::db::{row, Bound};
 use crate::service::service_cell;
 
@@ -228,9 +228,14 @@ pub fn target_rows(w: &mut String, recs: &[Rec], service: &[Rec], clk_tck: f64) 
         ),
     );
     for (call, what) in CALLS {
+        // The same difference in the plain build, which should be zero:
+        // how far it is from zero says how far to trust the figure.
+        let control = cost(recs, "plain", call, "added_min_ns").map_or(String::new(), |c| {
+            format!(" (the control without the feature: {} ns)", num(c.med))
+        });
         row(
             w,
-            &format!("`hook`: added cost outside any task, {what}"),
+            &format!("`hook`: added cost outside any task, {what}{control}"),
             added(recs, call),
             "ns",
             Bound::Limit(ADDED_LIMIT_NS),
