@@ -164,7 +164,16 @@ pub(super) fn read_like(
     plain: impl FnOnce() -> ssize_t,
 ) -> ssize_t {
     match fds::kind(fd) {
-        Kind::Socket => socket_call(fd, false, 0, &mut CallDeadline::new(fd, false), as_recv),
+        Kind::Socket => {
+            let r = socket_call(fd, false, 0, &mut CallDeadline::new(fd, false), as_recv);
+            if r < 0 && errno() == libc::ENOTSOCK {
+                // Not a socket any more: the number was reused behind the
+                // hook's back.
+                fds::forget_kind(fd);
+                return plain();
+            }
+            r
+        }
         Kind::Pipe => pipe_call(fd, false, plain),
         Kind::Other | Kind::Unknown => plain(),
     }
