@@ -134,7 +134,13 @@
 //! another thread took blocks its thread until the next one. A signal
 //! handler that writes to a *blocking* descriptor while a task runs would
 //! pause that task inside the handler: self-pipes must be non-blocking
-//! anyway. Signals do not cut a task's sleep short (`EINTR` never comes
+//! anyway. A descriptor closed where the hook does not see it (`dup2`
+//! over it, a raw system call, the C library's own internal `close`, as
+//! in `fclose`) may have its number taken for what it was: a registration
+//! is checked against the file's inode before each wait, and a socket
+//! taken for one that is not gets the plain call, but a number that was a
+//! file and is now a socket gets the plain, blocking call until the hook
+//! sees it closed. Signals do not cut a task's sleep short (`EINTR` never comes
 //! from one, and the remaining-time argument is never written): the
 //! scheduler's thread receives them, the task sleeps its full time. The
 //! book's chapter 12 says more, and what the slow-task monitor reports
