@@ -718,3 +718,23 @@ fn poll_on_a_yieldloop_socket() {
         server.join().unwrap();
     });
 }
+
+/// A `timeout` shorter than a `poll`'s own timeout ends the poll (of no
+/// descriptors: a sleep) at the scope's deadline, with `ETIMEDOUT`.
+#[test]
+fn a_scope_ends_a_longer_poll() {
+    yieldloop::run(|| {
+        let seen = Cell::new((0, 0));
+        let t = Instant::now();
+        let r = yieldloop::timeout(Duration::from_millis(100), || {
+            // SAFETY: no descriptors: a null array of length 0.
+            let n = unsafe { libc::poll(std::ptr::null_mut(), 0, 10_000) };
+            seen.set((n, io::Error::last_os_error().raw_os_error().unwrap_or(0)));
+        });
+        let took = t.elapsed();
+        assert!(r.is_err());
+        assert_eq!(seen.get(), (-1, libc::ETIMEDOUT));
+        assert!(took >= Duration::from_millis(95), "{took:?}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    });
+}
