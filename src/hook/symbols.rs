@@ -557,7 +557,16 @@ unsafe fn select_in_task(
                 }
             }
             super::pause::Woke::TimedOut => return answer(zero_select()),
-            super::pause::Woke::Failed(err) => return fail(err),
+            super::pause::Woke::Failed(err) => {
+                // On failure the sets are left as they were given.
+                for (p, g) in [r, w, e].into_iter().zip(given) {
+                    if let Some(g) = g {
+                        // SAFETY: `p` is the caller's non-null set.
+                        unsafe { *p = g };
+                    }
+                }
+                return fail(err);
+            }
         }
     }
 }
