@@ -153,11 +153,18 @@ compile_error!(
      off on this target"
 );
 
+// Elsewhere only the error above is reported, not the consequences.
+#[cfg(target_os = "linux")]
 mod calls;
+#[cfg(target_os = "linux")]
 mod fds;
+#[cfg(target_os = "linux")]
 mod lookup;
+#[cfg(target_os = "linux")]
 mod pause;
+#[cfg(target_os = "linux")]
 mod real;
+#[cfg(target_os = "linux")]
 mod symbols;
 
 /// True when the intercepting definitions are the ones this process's
@@ -181,6 +188,7 @@ mod symbols;
 ///     );
 /// }
 /// ```
+#[cfg(target_os = "linux")]
 pub fn active() -> bool {
     // What a shared library's call to `recv` is bound to: the first
     // definition in the global scope, which is the executable's when it
