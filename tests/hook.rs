@@ -685,3 +685,56 @@ fn retries_after_a_timeout_expired_let_others_run() {
         );
     });
 }
+
+/// `poll` from a task on one of yieldloop's own sockets shares its
+/// registration with the reactor: the poll is woken by the data, and the
+/// socket keeps working afterwards.
+#[test]
+fn poll_on_a_yieldloop_socket() {
+    yieldloop::run(|| {
+        let listener = yieldloop::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            for msg in [b"one", b"two"] {
+                yieldloop::sleep(Duration::from_millis(100));
+                c.write_all(msg).unwrap();
+            }
+        });
+        let mut c = yieldloop::net::TcpStream::connect(addr).unwrap();
+        let mut p = libc::pollfd {
+            fd: c.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid `pollfd`.
+        assert_eq!(unsafe { libc::poll(&mut p, 1, 5000) }, 1);
+        let mut buf = [0u8; 3];
+        c.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"one");
+        // The socket's own wait still works.
+        c.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"two");
+        server.join().unwrap();
+    });
+}
+
+/// A `timeout` shorter than a `poll`'s own timeout ends the poll (of no
+/// descriptors: a sleep) at the scope's deadline, with `ETIMEDOUT`.
+#[test]
+fn a_scope_ends_a_longer_poll() {
+    yieldloop::run(|| {
+        let seen = Cell::new((0, 0));
+        let t = Instant::now();
+        let r = yieldloop::timeout(Duration::from_millis(100), || {
+            // SAFETY: no descriptors: a null array of length 0.
+            let n = unsafe { libc::poll(std::ptr::null_mut(), 0, 10_000) };
+            seen.set((n, io::Error::last_os_error().raw_os_error().unwrap_or(0)));
+        });
+        let took = t.elapsed();
+        assert!(r.is_err());
+        assert_eq!(seen.get(), (-1, libc::ETIMEDOUT));
+        assert!(took >= Duration::from_millis(95), "{took:?}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    });
+}

@@ -164,7 +164,16 @@ pub(super) fn read_like(
     plain: impl FnOnce() -> ssize_t,
 ) -> ssize_t {
     match fds::kind(fd) {
-        Kind::Socket => socket_call(fd, false, 0, &mut CallDeadline::new(fd, false), as_recv),
+        Kind::Socket => {
+            let r = socket_call(fd, false, 0, &mut CallDeadline::new(fd, false), as_recv);
+            if r < 0 && errno() == libc::ENOTSOCK {
+                // Not a socket any more: the number was reused behind the
+                // hook's back.
+                fds::forget_kind(fd);
+                return plain();
+            }
+            r
+        }
         Kind::Pipe => pipe_call(fd, false, plain),
         Kind::Other | Kind::Unknown => plain(),
     }
@@ -307,9 +316,15 @@ pub(super) unsafe fn poll(
         return fail(CANCELLED);
     }
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-    // SAFETY: by the contract `fds` holds `n` valid entries; only read
-    // here, and not across a pause.
-    let watched: Vec<(c_int, bool, bool)> = unsafe { std::slice::from_raw_parts(fds, n as usize) }
+    let given: &[libc::pollfd] = if fds.is_null() || n == 0 {
+        // A poll of nothing (a sleep) may pass a null array.
+        &[]
+    } else {
+        // SAFETY: by the contract `fds` holds `n` valid entries; only
+        // read here, and not across a pause.
+        unsafe { std::slice::from_raw_parts(fds, n as usize) }
+    };
+    let watched: Vec<(c_int, bool, bool)> = given
         .iter()
         .filter(|p| p.fd >= 0)
         .map(|p| {
@@ -347,7 +362,9 @@ pub(super) fn wait_any(watched: &[(c_int, bool, bool)], deadline: Option<Instant
     if watched.is_empty() {
         // A poll of nothing is a sleep.
         return match deadline {
-            Some(d) => pause::pause(Some(d), true, |_| crate::protocol::Op::Wait(d)),
+            Some(d) => pause::pause(Some(d), true, |dl| {
+                crate::protocol::Op::Wait(dl.unwrap_or(d))
+            }),
             None => pause::pause(None, false, |d| {
                 // Nothing can ever end it but a timeout scope or a
                 // cancellation; a park nobody unparks waits for those.

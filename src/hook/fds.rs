@@ -13,6 +13,7 @@
 //! `fstat` before every wait.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -68,10 +69,40 @@ const EMPTY: Entry = Entry {
     reg: None,
 };
 
+/// This thread's entries: by index below [`TRACKED`] (grown on demand),
+/// in a map above, so that one high descriptor number does not cost a
+/// table that long.
+#[derive(Debug, Default)]
+struct Table {
+    low: Vec<Entry>,
+    high: HashMap<c_int, Entry>,
+}
+
+impl Table {
+    fn entry(&mut self, fd: c_int) -> &mut Entry {
+        let i = fd as usize;
+        if i >= TRACKED {
+            return self.high.entry(fd).or_insert(EMPTY);
+        }
+        if self.low.len() <= i {
+            self.low.resize(i + 1, EMPTY);
+        }
+        &mut self.low[i]
+    }
+
+    fn get_mut(&mut self, fd: c_int) -> Option<&mut Entry> {
+        let i = fd as usize;
+        if i >= TRACKED {
+            self.high.get_mut(&fd)
+        } else {
+            self.low.get_mut(i)
+        }
+    }
+}
+
 thread_local! {
-    /// This thread's entries, by descriptor number; grown on demand. Never
-    /// borrowed across a pause.
-    static TABLE: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+    /// This thread's entries. Never borrowed across a pause.
+    static TABLE: RefCell<Option<Table>> = const { RefCell::new(None) };
 }
 
 /// The current generation of `fd`'s number.
@@ -92,11 +123,7 @@ fn with_entry<R>(fd: c_int, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
     let gen = generation(fd);
     let (r, stale) = TABLE.with(|t| {
         let mut t = t.try_borrow_mut().ok()?;
-        let i = fd as usize;
-        if t.len() <= i {
-            t.resize(i + 1, EMPTY);
-        }
-        let e = &mut t[i];
+        let e = t.get_or_insert_with(Table::default).entry(fd);
         let mut stale = None;
         if e.gen != gen {
             stale = e.reg.take();
@@ -132,6 +159,12 @@ pub(super) fn kind(fd: c_int) -> Kind {
     };
     let _ = with_entry(fd, |e| e.kind = kind);
     kind
+}
+
+/// Forgets what kind `fd` was: a call found it was not what the entry
+/// said (a number closed and reused where the hook did not see it).
+pub(super) fn forget_kind(fd: c_int) {
+    let _ = with_entry(fd, |e| e.kind = Kind::Unknown);
 }
 
 /// `fstat` of `fd`.
@@ -187,9 +220,7 @@ pub(super) fn registration(fd: c_int) -> io::Result<IoId> {
     if let Some(io) = known {
         return Ok(io);
     }
-    let io = scheduler::with_scheduler("the hook", |s| {
-        s.register(&mut mio::unix::SourceFd(&fd), fd).map(|r| r.0)
-    })?;
+    let io = scheduler::with_scheduler("the hook", |s| s.register_shared(fd))?;
     // Not recorded if the table is busy: the next registration then takes
     // this one over (see `Reactor::register`).
     let _ = with_entry(fd, |e| {
@@ -227,7 +258,7 @@ pub(super) fn closing(fd: c_int) {
     let reg = TABLE
         .try_with(|t| {
             let mut t = t.try_borrow_mut().ok()?;
-            let e = t.get_mut(fd as usize)?;
+            let e = t.as_mut()?.get_mut(fd)?;
             let reg = e.reg.take().map(|r| (r, e.gen == gen));
             *e = EMPTY;
             reg

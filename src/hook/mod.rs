@@ -20,7 +20,7 @@
 //! | `write`, `writev`, `send`, `sendto`, `sendmsg` | the same, waiting for writability; on a stream socket the call returns once every byte is handed to the kernel, as a blocking send does |
 //! | `connect` | on a blocking socket: started non-blocking (the mode is switched for that one system call and put back at once), the task waits until the socket is writable, and the call returns the kernel's outcome from `SO_ERROR` (`ECONNREFUSED`, `ETIMEDOUT`, …) |
 //! | `accept`, `accept4` | on a blocking listener: the task waits until a connection is pending, then the plain call takes it |
-//! | `poll`, `ppoll`, `select` | a zero-timeout poll first; if nothing is ready the task waits until one of the descriptors may be, or the timeout passes, and the answer is that of a real zero-timeout poll (the `revents` and sets are the kernel's); `select` leaves the time not slept in its timeout, as Linux's does |
+//! | `poll`, `ppoll`, `select` | a zero-timeout poll first; if nothing is ready the task waits until one of the descriptors may be, or the timeout passes, and the answer is that of a real zero-timeout poll (the `revents` and sets are the kernel's); `select` leaves the time not slept in its timeout, as Linux's does; a `ppoll` with a signal mask is the plain call (the mask is applied atomically with the kernel's wait, which a pause cannot do) |
 //! | `nanosleep`, `clock_nanosleep`, `usleep`, `sleep` | the task sleeps on the timer heap |
 //! | `getaddrinfo` | runs on the [blocking pool](crate::spawn_blocking) while the task waits |
 //! | `close` | drops what the hook kept about the descriptor (from any thread), then closes it |
@@ -128,9 +128,22 @@
 //! a `RefCell` held across an intercepted call is held while the task is
 //! paused: another task of the same thread that takes it blocks the whole
 //! thread for good (the mutex) or panics (the `RefCell`). A descriptor
-//! used from tasks of two schedulers is registered with each, which
-//! `epoll` allows; a wait on one scheduler is not woken by the other.
-//! The book's chapter 12 says more, and what the slow-task monitor reports
+//! used from tasks of two schedulers is registered with each (`epoll`
+//! allows it) and each wait is woken by its own; the two race for the
+//! bytes as two threads would, and an `accept` woken for a connection
+//! another thread took blocks its thread until the next one. A signal
+//! handler that writes to a *blocking* descriptor while a task runs would
+//! pause that task inside the handler: self-pipes must be non-blocking
+//! anyway. A descriptor closed where the hook does not see it (`dup2`
+//! over it, a raw system call, the C library's own internal `close`, as
+//! in `fclose`) may have its number taken for what it was: a registration
+//! is checked against the file's inode before each wait, and a socket
+//! taken for one that is not gets the plain call, but a number that was a
+//! file and is now a socket gets the plain, blocking call until the hook
+//! sees it closed. Signals do not cut a task's sleep short (`EINTR` never comes
+//! from one, and the remaining-time argument is never written): the
+//! scheduler's thread receives them, the task sleeps its full time. The
+//! book's chapter 12 says more, and what the slow-task monitor reports
 //! when a library blocks where the hook cannot see.
 
 #[cfg(not(target_os = "linux"))]
@@ -140,11 +153,18 @@ compile_error!(
      off on this target"
 );
 
+// Elsewhere only the error above is reported, not the consequences.
+#[cfg(target_os = "linux")]
 mod calls;
+#[cfg(target_os = "linux")]
 mod fds;
+#[cfg(target_os = "linux")]
 mod lookup;
+#[cfg(target_os = "linux")]
 mod pause;
+#[cfg(target_os = "linux")]
 mod real;
+#[cfg(target_os = "linux")]
 mod symbols;
 
 /// True when the intercepting definitions are the ones this process's
@@ -168,6 +188,7 @@ mod symbols;
 ///     );
 /// }
 /// ```
+#[cfg(target_os = "linux")]
 pub fn active() -> bool {
     // What a shared library's call to `recv` is bound to: the first
     // definition in the global scope, which is the executable's when it

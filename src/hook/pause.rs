@@ -167,7 +167,16 @@ pub(super) fn wait_fd(fd: c_int, write: bool, deadline: Option<Instant>) -> Woke
 pub(super) fn retry_soon(deadline: Option<Instant>) -> Woke {
     let soon = Instant::now() + Duration::from_millis(1);
     let at = deadline.map_or(soon, |d| d.min(soon));
-    pause(deadline, true, |_| Op::Wait(at))
+    // The short sleep is the pause's own deadline, so that only a scope
+    // ending before it counts as the scope's expiry.
+    match pause(Some(at), true, |d| Op::Wait(d.unwrap_or(at))) {
+        // A deadline `<= now` is due.
+        Woke::Ready | Woke::TimedOut if deadline.is_some_and(|d| Instant::now() >= d) => {
+            Woke::TimedOut
+        }
+        Woke::Ready | Woke::TimedOut => Woke::Ready,
+        failed => failed,
+    }
 }
 
 /// The deadline of a wait on `fd` from its `SO_RCVTIMEO` (`write`:

@@ -171,10 +171,20 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
         return unsafe { real::write(fd, buf, n) };
     }
     guard(-1, || match fds::kind(fd) {
-        Kind::Socket => calls::send_all(fd, n, 0, |done, f| {
-            // SAFETY: the rest of the caller's buffer.
-            unsafe { real::send(fd, buf.cast::<u8>().add(done).cast(), n - done, f) }
-        }),
+        Kind::Socket => {
+            let r = calls::send_all(fd, n, 0, |done, f| {
+                // SAFETY: the rest of the caller's buffer.
+                unsafe { real::send(fd, buf.cast::<u8>().add(done).cast(), n - done, f) }
+            });
+            if r < 0 && super::pause::errno() == libc::ENOTSOCK {
+                // Not a socket any more: the number was reused behind the
+                // hook's back.
+                fds::forget_kind(fd);
+                // SAFETY: the caller's contract, passed on.
+                return unsafe { real::write(fd, buf, n) };
+            }
+            r
+        }
         // SAFETY: the caller's contract, passed on.
         Kind::Pipe => calls::pipe_call(fd, true, || unsafe { real::write(fd, buf, n) }),
         // SAFETY: the caller's contract, passed on.
@@ -547,7 +557,16 @@ unsafe fn select_in_task(
                 }
             }
             super::pause::Woke::TimedOut => return answer(zero_select()),
-            super::pause::Woke::Failed(err) => return fail(err),
+            super::pause::Woke::Failed(err) => {
+                // On failure the sets are left as they were given.
+                for (p, g) in [r, w, e].into_iter().zip(given) {
+                    if let Some(g) = g {
+                        // SAFETY: `p` is the caller's non-null set.
+                        unsafe { *p = g };
+                    }
+                }
+                return fail(err);
+            }
         }
     }
 }

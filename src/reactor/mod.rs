@@ -215,14 +215,17 @@ impl Reactor {
     ///
     /// A descriptor registered here already under another source (the
     /// `hook` feature registers the blocking descriptors of libraries, and
-    /// a library may then hand one to a [`PausingIo`](crate::io::PausingIo))
-    /// is taken over: the older source is dropped, its waiters woken with
-    /// an error, and the poller's entry points at the new one.
+    /// a library may then hand one to a [`PausingIo`](crate::io::PausingIo),
+    /// or poll one of yieldloop's own) is, with `take_over`, taken over:
+    /// the older source is dropped, its waiters woken with an error, and
+    /// the poller's entry points at the new one; without, the older
+    /// source is the answer, shared.
     pub(crate) fn register(
         &mut self,
         source: &mut impl mio::event::Source,
         fd: RawFd,
         wakeups: &mut impl Wakeups,
+        take_over: bool,
     ) -> io::Result<(IoId, ReadEvents)> {
         let interest = Interest::READABLE | Interest::WRITABLE;
         let mut key = self.sources.vacant_key();
@@ -237,6 +240,9 @@ impl Reactor {
                     key: k,
                     serial: s.serial,
                 };
+                if !take_over {
+                    return Ok((id, s.read_events.clone()));
+                }
                 self.remove_source(id, false, wakeups);
                 // The freed slot may be the next one handed out.
                 key = self.sources.vacant_key();

@@ -291,9 +291,21 @@ impl Scheduler {
     ) -> io::Result<(IoId, ReadEvents)> {
         let mut core = self.core.borrow_mut();
         let (reactor, mut waking) = core.split();
-        let r = reactor.register(source, fd, &mut waking);
+        let r = reactor.register(source, fd, &mut waking, true);
         self.release_and_wake(core);
         r
+    }
+
+    /// Registers the descriptor `fd` for the `hook` feature's waits, or,
+    /// if it is registered here already (one of yieldloop's own sockets,
+    /// polled by a library), answers with that registration, shared.
+    #[cfg(feature = "hook")]
+    pub(crate) fn register_shared(&self, fd: RawFd) -> io::Result<IoId> {
+        let mut core = self.core.borrow_mut();
+        let (reactor, mut waking) = core.split();
+        let r = reactor.register(&mut mio::unix::SourceFd(&fd), fd, &mut waking, false);
+        self.release_and_wake(core);
+        r.map(|(id, _)| id)
     }
 
     /// Deregisters an I/O source; tasks still waiting on it get an error,
