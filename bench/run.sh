@@ -3,8 +3,8 @@
 # examples (release), measures what the first touch of memory costs on this
 # machine, runs the benchmarks (hand-over micro-benchmarks, timer lateness,
 # sleepers, echo servers, HTTP servers, thread-per-core scaling, the Redis-backed
-# example service, database round trips and a ticker beside database waits),
-# and writes docs/benchmarks.md
+# example service, database round trips, a ticker beside database waits and
+# blocking clients under feature `hook`), and writes docs/benchmarks.md
 # and docs/src/img/sleepers.svg from the raw results in bench/results/.
 #
 # Go, the stackful peer, is built from bench/go (standard library only) with
@@ -59,7 +59,16 @@
 #                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
 #                   (apt-get install redis-server), else the stage is skipped
-#   STAGES ["handover lateness sleepers echo syscalls http scaling service db"]  the stages
+#   HOOK_REPS [3]   runs per cell of the hook stage (each build or mode in turn)
+#   HOOK_ITERS [100000]  calls per timed batch of hook_cost
+#   HOOK_BATCHES [31]  timed batches per call and way in a hook_cost run
+#   HOOK_N [10000]  tasks, each with a connection, per hook_conns run
+#   HOOK_ROUNDS [20]  round trips per task in a hook_conns run
+#   HOOK_TIMEOUT [300]  seconds before a hook-stage run is killed and marked failed
+#                   (the hook stage and the service stage's `yieldloop-hook` server
+#                   run binaries built a second time, with feature `hook`, into
+#                   bench/target/hook; if that build fails they are skipped)
+#   STAGES ["handover lateness sleepers echo syscalls http scaling service db hook"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
 #                   echo and syscalls stages, e.g. "yieldloop floor go"; names:
@@ -110,7 +119,13 @@ DB_WAIT_MS=${DB_WAIT_MS:-200}
 DB_TIMEOUT=${DB_TIMEOUT:-120}
 DB_TOKIO_WORKERS=${DB_TOKIO_WORKERS:-}
 SERVICE_REPS=${SERVICE_REPS:-3}
-STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling service db}
+HOOK_REPS=${HOOK_REPS:-3}
+HOOK_ITERS=${HOOK_ITERS:-100000}
+HOOK_BATCHES=${HOOK_BATCHES:-31}
+HOOK_N=${HOOK_N:-10000}
+HOOK_ROUNDS=${HOOK_ROUNDS:-20}
+HOOK_TIMEOUT=${HOOK_TIMEOUT:-300}
+STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling service db hook}
 RUNTIMES=${RUNTIMES:-all}
 OUT_MD=${OUT_MD:-docs/benchmarks.md}
 OUT_SVG=${OUT_SVG:-docs/src/img/sleepers.svg}
@@ -119,6 +134,9 @@ BENCH=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$BENCH")
 RES=$BENCH/results
 BIN=$BENCH/target/release
+# The binaries built with feature `hook` (a target dir of their own, so
+# that the plain ones stay plain).
+HBIN=$BENCH/target/hook/release
 EX=$ROOT/target/release/examples
 START=$(date +%s.%N)
 export RUST_BACKTRACE=0
@@ -154,6 +172,18 @@ fi
 if want scaling && ! (cd "$ROOT" && cargo build --release --quiet --example echo_server --example echo_load); then
     echo "run.sh: build of the echo_server and echo_load examples failed" >&2
     exit 1
+fi
+# The same crate with feature `hook`, for the hook stage and the service
+# stage's yieldloop-hook server; a failed build skips just those.
+HOOK_BUILD=no
+if want hook || want service; then
+    if cargo build --release --quiet --features hook --target-dir "$BENCH/target/hook" \
+        --bin service_hook --bin hook_cost --bin hook_conns 2>"$BENCH/target/hook-build.err"; then
+        HOOK_BUILD=yes
+    else
+        HOOK_BUILD="no (the build with --features hook failed: $(grep -m1 '^error' "$BENCH/target/hook-build.err" | cut -c1-160))"
+        log "note: $HOOK_BUILD"
+    fi
 fi
 
 # ---------------------------------------------------------------- go and the floor
@@ -191,7 +221,7 @@ BUILD_S=$(elapsed)
 case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
 case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
 mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
-rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -282,6 +312,13 @@ fi
     echo "db_wait_ms=$DB_WAIT_MS"
     echo "db_timeout=$DB_TIMEOUT"
     echo "db_tokio_workers=${DB_TOKIO_WORKERS:-default}"
+    echo "hook_build=$HOOK_BUILD"
+    echo "hook_reps=$HOOK_REPS"
+    echo "hook_iters=$HOOK_ITERS"
+    echo "hook_batches=$HOOK_BATCHES"
+    echo "hook_n=$HOOK_N"
+    echo "hook_rounds=$HOOK_ROUNDS"
+    echo "hook_timeout=$HOOK_TIMEOUT"
     echo "build_s=$BUILD_S"
     echo "go=$GO_VERSION"
     echo "sleepers_ns=$SLEEPERS_NS"
@@ -343,6 +380,9 @@ cat >>"$RES/commands.txt" <<EOF
 ${PIN_CLIENT:+$PIN_CLIENT }redis-server --port RPORT --bind 127.0.0.1 --save '' --appendonly no &
 ${PIN_SERVER:+$PIN_SERVER }bench/target/release/service_{yieldloop|tokio} --addr 127.0.0.1:PORT --redis 127.0.0.1:RPORT &
 ${PIN_SERVER:+$PIN_SERVER }bench/target/release/service_yieldloop --pool --addr 127.0.0.1:PORT --redis 127.0.0.1:RPORT &
+# the same service on the redis crate's own sync client, under feature hook
+(cd bench && cargo build --release --features hook --target-dir target/hook --bin service_hook --bin hook_cost --bin hook_conns)
+${PIN_SERVER:+$PIN_SERVER }bench/target/hook/release/service_hook --addr 127.0.0.1:PORT --redis 127.0.0.1:RPORT &
 EOF
 if [ "$HTTP_LOAD" = wrk ]; then
     echo "${PIN_CLIENT:+$PIN_CLIENT }wrk -t1 -c 64 -d ${HTTP_SECS}s --latency http://127.0.0.1:PORT/hits/bench" >>"$RES/commands.txt"
@@ -364,6 +404,15 @@ timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --
 # a 1 ms ticker beside tasks waiting on the database (BLPOP with a timeout, pg_sleep),
 # at normal priority and (where chrt works) under chrt -f 50
 timeout ${DB_TIMEOUT} [chrt -f 50] bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|on_tokio_mt|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
+EOF
+cat >>"$RES/commands.txt" <<EOF
+# feature hook: a call outside any task, plain build and hook build in turn
+# (pinned like a server); 10,000 tasks each holding a connection, yieldloop's
+# own TcpStream (plain build) or std's under the hook (its echo server is a
+# child process of its own)
+${PIN_SERVER:+$PIN_SERVER }bench/target/{release|hook/release}/hook_cost --iters ${HOOK_ITERS} --batches ${HOOK_BATCHES}
+timeout ${HOOK_TIMEOUT} bench/target/release/hook_conns --mode native --n ${HOOK_N} --rounds ${HOOK_ROUNDS}
+timeout ${HOOK_TIMEOUT} bench/target/hook/release/hook_conns --mode hook --n ${HOOK_N} --rounds ${HOOK_ROUNDS}
 EOF
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
@@ -613,6 +662,7 @@ start_server() {
         addr=127.0.0.1:$port
         case $1 in
             echo_*) bench_cmd "${1#echo_}" echo ;;
+            hook/*) CMD=("$HBIN/${1#hook/}") ;;
             *) CMD=("$BIN/$1") ;;
         esac
         # shellcheck disable=SC2086
@@ -809,12 +859,17 @@ if want service; then
         echo "service ok=0 skipped=1 reason=$why" >>"$RES/service.txt"
     else
         for rep in $(seq 1 "$SERVICE_REPS"); do
-            for server in yieldloop tokio yieldloop-pool; do
+            for server in yieldloop tokio yieldloop-pool yieldloop-hook; do
                 what="service server=$server conns=64 rep=$rep load=$HTTP_LOAD"
                 case $server in
                     yieldloop-pool) bin=service_yieldloop pool=--pool ;;
+                    yieldloop-hook) bin=hook/service_hook pool="" ;;
                     *) bin=service_$server pool="" ;;
                 esac
+                if [ "$server" = yieldloop-hook ] && [ "$HOOK_BUILD" != yes ]; then
+                    echo "$what ok=0 reason=$HOOK_BUILD" >>"$RES/service.txt"
+                    continue
+                fi
                 # shellcheck disable=SC2086
                 if ! start_server "$bin" --redis "127.0.0.1:$rport" $pool; then
                     echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/service.txt"
@@ -1048,6 +1103,52 @@ if want db; then
     wait "$dbpid" 2>/dev/null
     rm -rf "$dbdir"
     rm -f "$RES/cell.out" "$RES/cell.err"
+fi
+
+# ---------------------------------------------------------------- hook
+# Feature `hook`: what an intercepted call costs outside any task (the same
+# program built without and with the feature, run in turn, pinned like a
+# server), and 10,000 tasks each holding a connection: yieldloop's own
+# TcpStream (plain build) against std's TcpStream under the hook.
+if want hook; then
+    if [ "$HOOK_BUILD" != yes ]; then
+        log "hook: skipped: $HOOK_BUILD"
+        echo "hook ok=0 skipped=1 reason=$HOOK_BUILD" >>"$RES/hook.txt"
+    else
+        for rep in $(seq 1 "$HOOK_REPS"); do
+            for build in plain hook; do
+                bin=$BIN/hook_cost
+                [ "$build" = hook ] && bin=$HBIN/hook_cost
+                log "hook cost, $build build, run $rep/$HOOK_REPS"
+                # shellcheck disable=SC2086
+                out=$(timeout "$HOOK_TIMEOUT" $PIN_SERVER "$bin" --iters "$HOOK_ITERS" --batches "$HOOK_BATCHES" 2>"$RES/cell.err")
+                rc=$?
+                if [ $rc -eq 0 ] && grep -q '^hook_cost ' <<<"$out"; then
+                    grep '^hook_cost ' <<<"$out" | sed "s/^hook_cost /hook kind=cost rep=$rep ok=1 /" >>"$RES/hook.txt"
+                else
+                    echo "hook kind=cost build=$build rep=$rep ok=0 reason=exit $rc: $(tail -n1 "$RES/cell.err")" >>"$RES/hook.txt"
+                fi
+            done
+            for mode in native hook; do
+                bin=$BIN/hook_conns
+                [ "$mode" = hook ] && bin=$HBIN/hook_conns
+                log "hook conns, $mode, n=$HOOK_N, run $rep/$HOOK_REPS"
+                out=$(timeout "$HOOK_TIMEOUT" "$bin" --mode "$mode" --n "$HOOK_N" --rounds "$HOOK_ROUNDS" 2>"$RES/cell.err")
+                rc=$?
+                line=$(grep -m1 '^hook_conns ' <<<"$out")
+                if [ $rc -eq 0 ] && [ -n "$line" ]; then
+                    echo "hook kind=conns rep=$rep ok=1 ${line#hook_conns }" >>"$RES/hook.txt"
+                else
+                    case $rc in
+                        124) reason="killed after ${HOOK_TIMEOUT} s (timeout)" ;;
+                        *) reason="exit $rc: $(grep -v '^ *$' "$RES/cell.err" | tail -n1 | cut -c1-200)" ;;
+                    esac
+                    echo "hook kind=conns mode=$mode rep=$rep ok=0 reason=$reason" >>"$RES/hook.txt"
+                fi
+            done
+        done
+        rm -f "$RES/cell.err"
+    fi
 fi
 
 # ---------------------------------------------------------------- report

@@ -58,9 +58,11 @@
 //!      one scheduler per worker thread, tasks never move between threads;
 //!      with feature `tokio`, `on_tokio()`: a future run on one shared
 //!      tokio runtime while only the calling task waits for it.
-//!    - [`net`], [`process`]: sockets, whose host names are looked up on
+//!    - [`net`], [`process`], `hook`: sockets, whose host names are looked up on
 //!      the blocking pool; child processes, their pipes on `io` and their
-//!      exits waited for by pausing the task.
+//!      exits waited for by pausing the task; with feature `hook` (Linux),
+//!      the C library's blocking socket and sleep calls, which pause only
+//!      the calling task when made from one.
 //! 5. The public faces.
 //!    - [`raw`], [`diag`]: the protocol for building your own primitives;
 //!      tuning and diagnostics.
@@ -92,6 +94,13 @@
 //!   events carrying the op, and the slow-task warning, the stuck-task
 //!   report and a task's panic as `WARN` and `ERROR` events naming the
 //!   task. With no subscriber each costs a check of a cached interest.
+//! - `hook` (Linux only): yieldloop defines the C library's blocking
+//!   socket and sleep calls (`read`, `recv`, `write`, `send`, `connect`,
+//!   `accept`, `poll`, `select`, `nanosleep`, `getaddrinfo`, …), so that a
+//!   synchronous library that opens its own sockets, Rust or C, pauses
+//!   only the calling task; from anywhere else they are the plain calls.
+//!   C libraries loaded as shared objects reach them when the executable
+//!   is linked with `-rdynamic`. See the `hook` module.
 //!
 //! # Other libraries
 //!
@@ -111,7 +120,8 @@
 //!   `redis` crate's `Client::open`, ureq, `postgres`) blocks the whole
 //!   thread on every call, and a [`timeout()`] around it returns late: run
 //!   it with [`spawn_blocking`], or hand it a yieldloop stream where it
-//!   takes one.
+//!   takes one; or, on Linux, turn on the feature `hook`, and its socket
+//!   and sleep calls (a C library's too) pause only the calling task.
 //!
 //! Chapter 12 of the book in `docs/` takes each in turn, with what it
 //! costs.
@@ -170,6 +180,8 @@ mod blocking;
 mod bridge;
 mod gather;
 mod handoff;
+#[cfg(feature = "hook")]
+pub mod hook;
 pub mod io;
 pub mod net;
 #[cfg(feature = "tokio")]

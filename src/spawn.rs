@@ -307,7 +307,11 @@ impl<T> JoinHandle<T> {
     ///
     /// Cancelling a task that has ended does nothing. A task that cancels
     /// itself goes on running until its next pause (its next `sleep`, read,
-    /// `yield_now`, …) and is unwound there instead of pausing.
+    /// `yield_now`, …) and is unwound there instead of pausing. With the
+    /// feature `hook`, a task paused inside an intercepted C library call
+    /// cannot be unwound through the library's frames: it is resumed
+    /// instead, before `cancel` returns, its call failing with `ECANCELED`,
+    /// and unwound at its next own pause (see the `hook` module).
     ///
     /// # Panics
     ///

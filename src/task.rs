@@ -133,6 +133,71 @@ pub(crate) struct TaskContext {
     /// so they are dropped on the task's stack, and leaves a zero-sized
     /// marker; the header, which has no drop of its own, leaks nothing.
     locals: LocalsSlot,
+    /// What the `hook` feature keeps about the task; see [`ForeignState`].
+    foreign: ForeignState,
+}
+
+/// The state of a task's intercepted C calls (feature `hook`), kept in its
+/// context so that the scheduler can read it when it tears the task down.
+/// A task paused inside an intercepted call has frames of foreign code
+/// (a C library, or an `extern "C"` function) above the pause, which an
+/// unwind must never cross: such a task is resumed with
+/// [`Resume::Cancelled`] instead, and unwound at its next own pause.
+#[derive(Debug, Default)]
+pub(crate) struct ForeignState {
+    /// True while the task is paused inside an intercepted call.
+    paused: Cell<bool>,
+    /// True once the task was cancelled (or torn down) while paused inside
+    /// an intercepted call: every intercepted call fails at once from then
+    /// on, and its next own pause is its last.
+    cancelled: Cell<bool>,
+    /// The id of a timeout scope whose deadline ended an intercepted call
+    /// (0: none): the scope's `timeout` returns `Err(Elapsed)` when its
+    /// closure returns.
+    expired_scope: Cell<u64>,
+    /// True while the task makes one of yieldloop's own calls on a
+    /// non-blocking descriptor ([`own_io`]): the hook lets those through
+    /// without looking at the descriptor.
+    #[cfg(feature = "hook")]
+    own_io: Cell<bool>,
+}
+
+/// True when an intercepted call (feature `hook`) made now should be
+/// served by pausing the calling task: a task runs (not torn down) and
+/// is not inside one of yieldloop's own I/O calls ([`own_io`]).
+#[cfg(feature = "hook")]
+#[inline(always)]
+pub(crate) fn hook_applies() -> bool {
+    match running_cx() {
+        Some(cx) => !cx.foreign.own_io.get() && !FORCED_UNWIND.with(Cell::get),
+        None => false,
+    }
+}
+
+/// Runs `f`, one of yieldloop's own operations on a non-blocking
+/// descriptor (a `PausingIo` try), marked so that the `hook` feature lets
+/// its system calls through untouched. Without the feature, just `f()`.
+#[inline(always)]
+pub(crate) fn own_io<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "hook")]
+    {
+        /// Puts the mark back however `f` ends (also if it pauses, the
+        /// mark being the task's own).
+        struct Restore(Option<&'static TaskContext>, bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                if let Some(cx) = self.0 {
+                    cx.foreign.own_io.set(self.1);
+                }
+            }
+        }
+        let cx = running_cx();
+        let was = cx.is_some_and(|cx| cx.foreign.own_io.replace(true));
+        let _restore = Restore(cx, was);
+        f()
+    }
+    #[cfg(not(feature = "hook"))]
+    f()
 }
 
 /// The cell of [`TaskContext::locals`]; a type of its own only to be
@@ -243,6 +308,7 @@ impl OwnedHeader {
                     timeout: Cell::new(None),
                     paused_sp: Cell::new(0),
                     locals: LocalsSlot(Cell::new(None)),
+                    foreign: ForeignState::default(),
                 },
                 joiners: Joiners::default(),
                 name,
@@ -318,7 +384,52 @@ pub(crate) fn set_timeout_scope(timeout: Option<TimeoutScope>) -> Option<Timeout
     running_cx().and_then(|cx| cx.timeout.replace(timeout))
 }
 
+/// Takes the record that an intercepted call of the running task ended
+/// on the deadline of the timeout scope `id`: true if one did (see
+/// [`ForeignState::expired_scope`]).
+pub(crate) fn take_expired_scope(id: u64) -> bool {
+    running_cx().is_some_and(|cx| {
+        let hit = cx.foreign.expired_scope.get() == id;
+        if hit {
+            cx.foreign.expired_scope.set(0);
+        }
+        hit
+    })
+}
+
 impl TaskContext {
+    /// True once the task was cancelled while paused inside an intercepted
+    /// call (see [`ForeignState`]).
+    #[cfg(feature = "hook")]
+    #[inline]
+    pub(crate) fn foreign_cancelled(&self) -> bool {
+        self.foreign.cancelled.get()
+    }
+
+    /// Records that the timeout scope `id` ended an intercepted call.
+    #[cfg(feature = "hook")]
+    pub(crate) fn record_expired_scope(&self, id: u64) {
+        self.foreign.expired_scope.set(id);
+    }
+
+    /// [`pause`](Self::pause), from inside an intercepted call: while the
+    /// task is paused, a teardown resumes it with [`Resume::Cancelled`]
+    /// instead of unwinding its stack (see [`drop_task`]).
+    #[cfg(feature = "hook")]
+    pub(crate) fn pause_foreign(&self, op: Op) -> Resume {
+        /// Clears the mark however the pause ends (it cannot unwind, but
+        /// the mark must never outlive it).
+        struct Unmark<'a>(&'a Cell<bool>);
+        impl Drop for Unmark<'_> {
+            fn drop(&mut self) {
+                self.0.set(false);
+            }
+        }
+        self.foreign.paused.set(true);
+        let _unmark = Unmark(&self.foreign.paused);
+        self.pause(op)
+    }
+
     /// The task's earliest active timeout.
     #[inline]
     pub(crate) fn timeout_scope(&self) -> Option<TimeoutScope> {
@@ -487,6 +598,16 @@ pub(crate) unsafe fn resume_task(
 /// unwind as forced and lets it pass. The caller's task context is restored
 /// afterwards, so a task torn down from inside another task (a
 /// cancellation) leaves the outer task's context as it was.
+///
+/// A task paused inside an intercepted C call (feature `hook`) has foreign
+/// frames above its pause, which an unwind must never cross. It is resumed
+/// instead, with [`Resume::Cancelled`] and its [`ForeignState::cancelled`]
+/// set, so that its call fails and its code runs on until it pauses on its
+/// own or ends; then it is unwound (or dropped) as any other. A task that
+/// is still inside an intercepted call after [`FOREIGN_ROUNDS`] such
+/// resumes, or that is torn down while this thread unwinds (its code
+/// would run mid-unwind, where a panic of its own aborts), is leaked: its
+/// stack is never run or unwound again.
 pub(crate) fn drop_task(header: OwnedHeader) {
     /// Puts back the context that was current before the teardown.
     struct Restore(*const TaskContext, bool);
@@ -494,6 +615,55 @@ pub(crate) fn drop_task(header: OwnedHeader) {
         fn drop(&mut self) {
             CURRENT.with(|c| c.set(self.0));
             FORCED_UNWIND.with(|f| f.set(self.1));
+        }
+    }
+    let p = header.as_ptr();
+    let mut rounds = 0;
+    // SAFETY: the header is alive until `header` drops, and `paused` is a
+    // plain cell that only the task's own code writes, which is not
+    // running while this reads it.
+    while unsafe { (*ptr::addr_of!((*p.as_ptr()).cx)).foreign.paused.get() } {
+        if rounds == FOREIGN_ROUNDS || std::thread::panicking() {
+            // While this thread unwinds (a timeout scope or a panic tearing
+            // a scope's tasks down), the task's code would run with the
+            // unwind in progress, where any panic of its own (an `unwrap`
+            // of the error its call returns) aborts the process.
+            eprintln!(
+                "yieldloop: a task paused inside an intercepted call could not be resumed \
+                 to end it ({}); it is left as it is: its stack is leaked, never unwound",
+                if rounds == FOREIGN_ROUNDS {
+                    "it stayed inside such calls through its cancellations"
+                } else {
+                    "it was torn down during an unwind"
+                }
+            );
+            std::mem::forget(header);
+            return;
+        }
+        rounds += 1;
+        let _restore = Restore(
+            CURRENT.with(Cell::get),
+            FORCED_UNWIND.with(|f| f.replace(false)),
+        );
+        // SAFETY: as above; the flag is read by the task's code once it
+        // runs again, below.
+        unsafe {
+            (*ptr::addr_of!((*p.as_ptr()).cx))
+                .foreign
+                .cancelled
+                .set(true)
+        };
+        // SAFETY: the header is alive and owned here, and its coroutine,
+        // paused, is borrowed by nothing else: the caller took it out of
+        // the task table.
+        match unsafe { resume_task(p, Resume::Cancelled) } {
+            // It ran to its end: nothing is left to unwind.
+            CoroutineResult::Return(()) => {
+                drop(header);
+                return;
+            }
+            // It paused again; what it asked for is moot.
+            CoroutineResult::Yield(_) => {}
         }
     }
     // SAFETY: the header is alive until `header` drops at the end of this
@@ -505,6 +675,10 @@ pub(crate) fn drop_task(header: OwnedHeader) {
     );
     drop(header);
 }
+
+/// How many times [`drop_task`] resumes a task that stays paused inside
+/// intercepted calls before it gives up on it.
+const FOREIGN_ROUNDS: u32 = 8;
 
 /// The guard info of the task running on this thread, or null; read by the
 /// stack-overflow signal handler (a plain thread-local read, which is

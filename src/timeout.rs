@@ -110,8 +110,14 @@ pub fn timeout_at<T>(deadline: Instant, f: impl FnOnce() -> T) -> Result<T, Elap
     let result = panic::catch_unwind(AssertUnwindSafe(f));
     drop(reset);
     match result {
+        // An intercepted C call (feature `hook`) cannot unwind: the deadline
+        // made it fail instead, and the scope ends here.
+        Ok(_) if task::take_expired_scope(id) => Err(Elapsed(())),
         Ok(v) => Ok(v),
-        Err(p) if p.downcast_ref::<Expired>().is_some_and(|e| e.0 == id) => Err(Elapsed(())),
+        Err(p) if p.downcast_ref::<Expired>().is_some_and(|e| e.0 == id) => {
+            task::take_expired_scope(id);
+            Err(Elapsed(()))
+        }
         // A panic, an outer scope's expiry or a cancellation: let it go on.
         Err(p) => panic::resume_unwind(p),
     }

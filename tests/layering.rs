@@ -47,8 +47,9 @@ const LAYERS: &[Layer] = &[
             &["scope", "handoff", "bridge", "signal", "sync"],
             // `on_tokio` waits for tokio's join handle through `bridge`.
             &["gather", "blocking", "runtime", "on_tokio"],
-            // Name lookups and child exits wait on the blocking pool.
-            &["net", "process"],
+            // Name lookups and child exits wait on the blocking pool, as
+            // the intercepted `getaddrinfo` (feature `hook`) does.
+            &["net", "process", "hook"],
         ],
     },
     Layer {

@@ -86,6 +86,10 @@ pub struct ServiceConfig {
     redis: RedisPoolConfig,
     postgres: Option<PgPoolConfig>,
     multiplexed: bool,
+    /// Feature `hook`: Redis through the `redis` crate's own synchronous
+    /// client instead of the recipe.
+    #[cfg(feature = "hook")]
+    sync_client: Option<::redis::Client>,
     pg_timeout: Duration,
     cache_ttl: Duration,
     prefix: String,
@@ -99,6 +103,8 @@ impl ServiceConfig {
             redis,
             postgres: None,
             multiplexed: false,
+            #[cfg(feature = "hook")]
+            sync_client: None,
             pg_timeout: Duration::from_secs(5),
             cache_ttl: Duration::from_secs(60),
             prefix: "service:".into(),
@@ -118,6 +124,21 @@ impl ServiceConfig {
     /// share writes and reads: fewer system calls, here and in Redis.
     pub fn multiplexed(mut self, on: bool) -> ServiceConfig {
         self.multiplexed = on;
+        self
+    }
+
+    /// Feature `hook`: send the Redis commands through the `redis` crate's
+    /// own synchronous client, unmodified (`redis::Connection`, a blocking
+    /// `std::net::TcpStream` inside), instead of the Redis recipe. Each
+    /// worker keeps the connections it opened in a free list and a request
+    /// takes one for its command, so there are as many as requests in
+    /// flight; under the hook a call pauses only its request's task. The
+    /// pool configuration is then unused. This is what an existing program
+    /// written for threads looks like on yieldloop; the recipe (the
+    /// default, or [`multiplexed`](Self::multiplexed)) is the faster route.
+    #[cfg(feature = "hook")]
+    pub fn sync_client(mut self, client: ::redis::Client) -> ServiceConfig {
+        self.sync_client = Some(client);
         self
     }
 
@@ -150,6 +171,11 @@ impl ServiceConfig {
         Service {
             redis: self.redis.pool(),
             mux: self.multiplexed.then(|| RefCell::new(None)),
+            #[cfg(feature = "hook")]
+            sync: self.sync_client.clone().map(|client| SyncRedis {
+                client,
+                idle: RefCell::new(Vec::new()),
+            }),
             postgres: self.postgres.as_ref().map(PgPoolConfig::pool),
             cache_ttl_s: self.cache_ttl.as_secs(),
             pg_timeout: self.pg_timeout,
@@ -165,10 +191,50 @@ pub struct Service {
     /// The shared connection, when multiplexed (`None` inside until the
     /// first command, and again after it breaks).
     mux: Option<RefCell<Option<Multiplexed>>>,
+    /// The sync client's connections, with feature `hook`.
+    #[cfg(feature = "hook")]
+    sync: Option<SyncRedis>,
     postgres: Option<PgPool>,
     pg_timeout: Duration,
     cache_ttl_s: u64,
     prefix: String,
+}
+
+/// One worker's connections of the `redis` crate's synchronous client:
+/// the idle ones; a request takes one (or opens one) for its command and
+/// gives it back after a reply. No borrow of the list is held across a
+/// call, which pauses the task.
+#[cfg(feature = "hook")]
+struct SyncRedis {
+    client: ::redis::Client,
+    idle: RefCell<Vec<::redis::Connection>>,
+}
+
+#[cfg(feature = "hook")]
+impl SyncRedis {
+    fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> RedisResult<T> {
+        let taken = self.idle.borrow_mut().pop();
+        let mut conn = match taken {
+            Some(conn) => conn,
+            None => self.client.get_connection()?,
+        };
+        let result = cmd.query(&mut conn);
+        // After an error the connection may hold a late reply: drop it.
+        if result.is_ok() && ::redis::ConnectionLike::is_open(&conn) {
+            self.idle.borrow_mut().push(conn);
+        }
+        result
+    }
+}
+
+#[cfg(feature = "hook")]
+impl fmt::Debug for SyncRedis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncRedis")
+            .field("client", &self.client)
+            .field("idle", &self.idle.borrow().len())
+            .finish()
+    }
 }
 
 /// Why a request failed, and so its status.
@@ -252,9 +318,13 @@ impl Service {
     }
 
     /// Runs one Redis command: over this worker's multiplexed connection
-    /// (opened on first use, and again after it broke), or on a connection
-    /// from its pool.
+    /// (opened on first use, and again after it broke), on a connection
+    /// from its pool, or (feature `hook`) on the sync client.
     fn redis<T: FromRedisValue>(&self, cmd: &Cmd) -> RedisResult<T> {
+        #[cfg(feature = "hook")]
+        if let Some(sync) = &self.sync {
+            return sync.query(cmd);
+        }
         let Some(mux) = &self.mux else {
             return cmd.query(&mut *self.redis.get()?);
         };

@@ -16,6 +16,7 @@ use crate::protocol::{IoId, Op, SchedulerId};
 use crate::reactor::{ReadEvents, ReadMarkSlot};
 use crate::scheduler;
 use crate::suspend::suspend_io;
+use crate::task;
 
 /// A descriptor registered with the current scheduler's reactor, whose
 /// calls pause only the calling task until it is ready: any file
@@ -711,7 +712,7 @@ fn retry<R>(
     op: impl Fn(IoId, Option<Instant>) -> Op,
 ) -> io::Result<R> {
     loop {
-        match f() {
+        match task::own_io(&mut f) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 suspend_io(op(id, deadline))?;
             }
@@ -765,7 +766,7 @@ fn poll_retry_from<R>(
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => return Poll::Pending,
         }
-        match f() {
+        match task::own_io(&mut f) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => would_block = true,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => would_block = false,
             r => return Poll::Ready(r),

@@ -123,8 +123,12 @@ impl TcpStream {
             return Err(outside_run());
         }
         let stream = TcpStream {
-            inner: PausingIo::from_nonblocking(mio::net::TcpStream::connect(addr)?)?
-                .short_read_drains(),
+            // A non-blocking socket of our own: the hook (feature `hook`)
+            // need not look at it.
+            inner: PausingIo::from_nonblocking(crate::task::own_io(|| {
+                mio::net::TcpStream::connect(addr)
+            })?)?
+            .short_read_drains(),
         };
         stream.inner.set_write_timeout(timeout)?;
         // A non-blocking connect completes when the socket becomes writable;

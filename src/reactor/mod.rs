@@ -232,18 +232,48 @@ impl Reactor {
 
     /// Registers `source` (whose descriptor is `fd`) for read and write
     /// readiness. Returns its id and its count of read events.
+    ///
+    /// A descriptor registered here already under another source (the
+    /// `hook` feature registers the blocking descriptors of libraries, and
+    /// a library may then hand one to a [`PausingIo`](crate::io::PausingIo),
+    /// or poll one of yieldloop's own) is, with `take_over`, taken over:
+    /// the older source is dropped, its waiters woken with an error, and
+    /// the poller's entry points at the new one; without, the older
+    /// source is the answer, shared.
     pub(crate) fn register(
         &mut self,
         source: &mut impl mio::event::Source,
         fd: RawFd,
+        wakeups: &mut impl Wakeups,
+        take_over: bool,
     ) -> io::Result<(IoId, ReadEvents)> {
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        let mut key = self.sources.vacant_key();
+        match self.poll.registry().register(source, Token(key), interest) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && fd >= 0 => {
+                let older = self.sources.iter().find(|(_, s)| s.fd == fd);
+                let Some((k, s)) = older else {
+                    return Err(e);
+                };
+                let id = IoId {
+                    key: k,
+                    serial: s.serial,
+                };
+                if !take_over {
+                    return Ok((id, s.read_events.clone()));
+                }
+                self.remove_source(id, false, wakeups);
+                // The freed slot may be the next one handed out.
+                key = self.sources.vacant_key();
+                self.poll
+                    .registry()
+                    .reregister(source, Token(key), interest)?;
+            }
+            Err(e) => return Err(e),
+        }
         let entry = self.sources.vacant_entry();
-        let key = entry.key();
-        self.poll.registry().register(
-            source,
-            Token(key),
-            Interest::READABLE | Interest::WRITABLE,
-        )?;
+        debug_assert_eq!(entry.key(), key);
         // Serials are unique in the process, not just in this reactor, so a
         // socket kept from an earlier run never matches a live one here.
         let serial = NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -267,6 +297,20 @@ impl Reactor {
     /// scheduler wakes ([`take_woken`](Self::take_woken)), so that a future
     /// waiting on it is polled again and finds it gone.
     pub(crate) fn deregister(&mut self, id: IoId, wakeups: &mut impl Wakeups) {
+        self.remove_source(id, true, wakeups);
+    }
+
+    /// Frees the slot of a source whose descriptor number may name another
+    /// file by now (it was closed behind the reactor's back): as
+    /// [`deregister`](Self::deregister), but without telling the poller,
+    /// which would act on whatever the number names now. The kernel drops
+    /// the poller's entry when the file closes.
+    #[cfg(feature = "hook")]
+    pub(crate) fn forget(&mut self, id: IoId, wakeups: &mut impl Wakeups) {
+        self.remove_source(id, false, wakeups);
+    }
+
+    fn remove_source(&mut self, id: IoId, tell_poller: bool, wakeups: &mut impl Wakeups) {
         if self.get_mut(id).is_none() {
             return;
         }
@@ -275,7 +319,7 @@ impl Reactor {
         // explicitly also covers descriptors that were duplicated. A source
         // registered without its descriptor (a signal self-pipe, never
         // duplicated) leaves when it closes.
-        if src.fd >= 0 {
+        if tell_poller && src.fd >= 0 {
             let _ = self
                 .poll
                 .registry()
@@ -356,6 +400,14 @@ impl Reactor {
         if self.woken.is_empty() {
             self.woken = list;
         }
+    }
+
+    /// True while `id` names a live registration.
+    #[cfg(feature = "hook")]
+    pub(crate) fn is_registered(&self, id: IoId) -> bool {
+        self.sources
+            .get(id.key)
+            .is_some_and(|s| s.serial == id.serial)
     }
 
     /// The source named by `id`, unless the id is stale.

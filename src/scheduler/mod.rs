@@ -291,7 +291,23 @@ impl Scheduler {
         source: &mut impl mio::event::Source,
         fd: RawFd,
     ) -> io::Result<(IoId, ReadEvents)> {
-        self.core.borrow_mut().reactor.register(source, fd)
+        let mut core = self.core.borrow_mut();
+        let (reactor, mut waking) = core.split();
+        let r = reactor.register(source, fd, &mut waking, true);
+        self.release_and_wake(core);
+        r
+    }
+
+    /// Registers the descriptor `fd` for the `hook` feature's waits, or,
+    /// if it is registered here already (one of yieldloop's own sockets,
+    /// polled by a library), answers with that registration, shared.
+    #[cfg(feature = "hook")]
+    pub(crate) fn register_shared(&self, fd: RawFd) -> io::Result<IoId> {
+        let mut core = self.core.borrow_mut();
+        let (reactor, mut waking) = core.split();
+        let r = reactor.register(&mut mio::unix::SourceFd(&fd), fd, &mut waking, false);
+        self.release_and_wake(core);
+        r.map(|(id, _)| id)
     }
 
     /// Deregisters an I/O source; tasks still waiting on it get an error,
@@ -301,6 +317,35 @@ impl Scheduler {
         let (reactor, mut waking) = core.split();
         reactor.deregister(id, &mut waking);
         self.release_and_wake(core);
+    }
+
+    /// True while `id` names a live registration here.
+    #[cfg(feature = "hook")]
+    pub(crate) fn is_registered(&self, id: IoId) -> bool {
+        self.core
+            .try_borrow()
+            .is_ok_and(|c| c.reactor.is_registered(id))
+    }
+
+    /// Deregisters the source `id` if the scheduler's state is free now
+    /// (`forget`: without telling the poller, for a descriptor number that
+    /// may name another file by now; see [`Reactor::forget`]). Returns
+    /// false, doing nothing, when the state is in use: called from a
+    /// `close` that can come from anywhere, including the scheduler's own
+    /// code.
+    #[cfg(feature = "hook")]
+    pub(crate) fn try_deregister(&self, id: IoId, forget: bool) -> bool {
+        let Ok(mut core) = self.core.try_borrow_mut() else {
+            return false;
+        };
+        let (reactor, mut waking) = core.split();
+        if forget {
+            reactor.forget(id, &mut waking);
+        } else {
+            reactor.deregister(id, &mut waking);
+        }
+        self.release_and_wake(core);
+        true
     }
 
     /// Asks whether the source `io` is worth trying in one direction for a

@@ -47,6 +47,12 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
         ("DB_WAIT_MS", "db_wait_ms"),
         ("DB_TIMEOUT", "db_timeout"),
         ("DB_TOKIO_WORKERS", "db_tokio_workers"),
+        ("HOOK_REPS", "hook_reps"),
+        ("HOOK_ITERS", "hook_iters"),
+        ("HOOK_BATCHES", "hook_batches"),
+        ("HOOK_N", "hook_n"),
+        ("HOOK_ROUNDS", "hook_rounds"),
+        ("HOOK_TIMEOUT", "hook_timeout"),
         ("STAGES", "stages"),
         ("RUNTIMES", "runtimes"),
     ];
@@ -75,7 +81,10 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
          `FIRSTTOUCH_SETTLE`, `ECHO_REPS`, `ECHO_SECS`, `ECHO_WARMUP`, `CELL_TIMEOUT`, \
          `SLEEPERS_NS`, `HANDOVER_REPS`, `HANDOVER_TIMEOUT`, `LATENESS_REPS`, \
          `LATENESS_TASKS`, `LATENESS_MAX_MS`, `LATENESS_TIMEOUT`, `HTTP_REPS`, `HTTP_SECS`, \
-         `HTTP_WARMUP`, `HTTP_LOADGEN`, `SERVICE_REPS`, `SCALE_REPS`, `SCALE_SECS`, `STAGES`, `RUNTIMES`, \
+         `HTTP_WARMUP`, `HTTP_LOADGEN`, `SERVICE_REPS`, `SCALE_REPS`, `SCALE_SECS`, `DB_REPS`, \
+         `DB_N`, `DB_WARMUP`, `DB_TASKS`, `DB_WAIT_MS`, `DB_TIMEOUT`, `DB_TOKIO_WORKERS`, \
+         `HOOK_REPS`, `HOOK_ITERS`, `HOOK_BATCHES`, `HOOK_N`, `HOOK_ROUNDS`, `HOOK_TIMEOUT`, \
+         `STAGES`, `RUNTIMES`, \
          `OUT_MD`, `OUT_SVG`; this run used {}.",
         used.join(", "),
     );

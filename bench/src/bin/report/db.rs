@@ -280,7 +280,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
 
 /// One row of the Targets table (same columns: target, yieldloop's figure,
 /// yardstick, its figure, ratio, allowed, met).
-fn row(w: &mut String, what: &str, ours: Option<f64>, unit: &str, bound: Bound) {
+pub fn row(w: &mut String, what: &str, ours: Option<f64>, unit: &str, bound: Bound) {
     let Some(ours) = ours else {
         let (yard, allowed) = match bound {
             Bound::Ratio(name, _, r) => (name.to_string(), format!("≤ {r:.2}")),
@@ -316,7 +316,7 @@ fn row(w: &mut String, what: &str, ours: Option<f64>, unit: &str, bound: Bound) 
 }
 
 /// What a target's figure is held to.
-enum Bound {
+pub enum Bound {
     /// At most the yardstick's figure (named, if measured) times a ratio.
     Ratio(&'static str, Option<f64>, f64),
     /// At most a fixed amount.

@@ -33,12 +33,17 @@
 //!   `db kind=ticker variant=normal|rt rep=.. ok=1 db=.. route=.. tasks=.. ticks=.. max_gap_ms=.. max_gap_end_ms=.. p99_gap_ms=.. p50_gap_ms=.. wait_min_ms=.. wait_max_ms=..`,
 //!   `db kind=.. db=.. route=.. variant=.. rep=.. ok=0 status=.. reason=..`, or `db db=.. ok=0 skipped=1 reason=..`
 //!   when that server is missing.
+//! - `hook.txt`: `hook kind=cost rep=.. ok=1 build=plain|hook call=recv_peek|read_eagain iters=.. batches=.. ns_med=.. ns_min=..`,
+//!   `hook kind=conns rep=.. ok=1 mode=native|hook n=.. rounds=.. size=.. rss_base_kb=.. rss_kb=.. bytes_per_task=..
+//!   round_trips=.. wall_s=.. cpu_ns_per_rt=.. user_ns_per_rt=.. sys_ns_per_rt=..`,
+//!   `hook kind=.. build=..|mode=.. rep=.. ok=0 reason=..`, or `hook ok=0 skipped=1 reason=..`
+//!   when the build with feature `hook` failed.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
 //!
 //! One module per section of the document (`machine`, `targets`, `peers`
 //! for Go and the stackful floor, `sleepers`, `echo`, `http`, `service`, `scaling`,
-//! `handover`, `lateness`, `db`, `commands`), `svg` for the plot and `data` for
+//! `handover`, `lateness`, `db`, `hook`, `commands`), `svg` for the plot and `data` for
 //! the records and number formats they share; `markdown` puts the sections
 //! in order.
 
@@ -47,6 +52,7 @@ mod data;
 mod db;
 mod echo;
 mod handover;
+mod hook;
 mod http;
 mod lateness;
 mod machine;
@@ -105,6 +111,7 @@ fn main() {
         lateness: read_recs(&a.results.join("lateness.txt")),
         syscalls: read_recs(&a.results.join("syscalls.txt")),
         db: read_recs(&a.results.join("db.txt")),
+        hook: read_recs(&a.results.join("hook.txt")),
     };
     sleepers::mark_cold(
         &mut recs.sleepers,
@@ -141,6 +148,7 @@ struct Results {
     pub lateness: Vec<Rec>,
     pub syscalls: Vec<Rec>,
     pub db: Vec<Rec>,
+    pub hook: Vec<Rec>,
 }
 
 /// `target` relative to `dir` when it lies below it (for the image link).
@@ -194,6 +202,7 @@ fn markdown(
     handover::section(w, &recs.handover, &|k| m(k).to_string());
     lateness::section(w, &recs.lateness, &|k| m(k).to_string());
     db::section(w, &recs.db, &|k| m(k).to_string());
+    hook::section(w, &recs.hook, &|k| m(k).to_string());
     commands::section(w, meta, commands);
     let _ = writeln!(w, "<!-- ANCHOR_END: after-plot -->");
     o

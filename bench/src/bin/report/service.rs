@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::data::{cell, stat, Rec, Stat};
 
 /// The servers, in table order.
-pub const SERVICE_SERVERS: [&str; 3] = ["yieldloop", "tokio", "yieldloop-pool"];
+pub const SERVICE_SERVERS: [&str; 4] = ["yieldloop", "tokio", "yieldloop-pool", "yieldloop-hook"];
 
 pub struct ServiceCell {
     pub rps: Option<Stat>,
@@ -75,7 +75,12 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String, clk_tck
          in the same scheduler turn go out in one write, their replies come back in \
          one read, only the calling tasks waiting); `yieldloop-pool` is the same \
          service with the recipe's per-worker pool instead (up to 64 connections, \
-         one round trip per command). tokio runs the same endpoint with hyper 1.x on \
+         one round trip per command); `yieldloop-hook` is the same service again with \
+         its Redis commands sent by the `redis` crate's own synchronous client, \
+         unmodified (`bench/src/bin/service_hook.rs`, built with feature `hook`: \
+         each call on its blocking `std::net::TcpStream` pauses only its request's \
+         task; the worker keeps the connections it opened, one per request in \
+         flight). tokio runs the same endpoint with hyper 1.x on \
          `current_thread` and the redis crate's own tokio client: one \
          `MultiplexedConnection` shared by every request, which pipelines the \
          commands of all connections over one socket. Redis {} runs for the whole \

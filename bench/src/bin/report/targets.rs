@@ -163,5 +163,6 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
         );
     }
     crate::db::target_rows(w, &recs.db);
+    crate::hook::target_rows(w, &recs.hook, &recs.service, clk_tck);
     let _ = writeln!(w);
 }

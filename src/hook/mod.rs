@@ -1,0 +1,199 @@
+//! Feature `hook` (Linux): blocking socket and sleep calls made from a
+//! task pause only that task.
+//!
+//! yieldloop defines the C library's entry points listed below. A call
+//! made from inside a yieldloop task is served by pausing that task on the
+//! scheduler (its reactor for descriptors, its timer heap for sleeps);
+//! the same call made anywhere else (a plain thread, the blocking pool,
+//! the scheduler's own code between resumes, a task being torn down, code
+//! outside [`run`](crate::run)) is the C library's own function, reached
+//! after one thread-local read. So a synchronous library that opens its
+//! own sockets (the `redis` crate's `Client::open`, `ureq`, `postgres`, a
+//! C client library) is cooperative inside a task without being changed:
+//! while it waits for its server, the other tasks of the thread run.
+//!
+//! # What is intercepted
+//!
+//! | calls | from a task |
+//! |---|---|
+//! | `read`, `readv`, `recv`, `recvfrom`, `recvmsg` | on a socket the caller left blocking: made with `MSG_DONTWAIT`; on `EAGAIN` the task waits until the socket is readable, then tries again; `recv` and `recvfrom` with `MSG_WAITALL` return once all the bytes asked for have come, as the kernel's (`recvmsg` with it returns what one receive finds) |
+//! | `write`, `writev`, `send`, `sendto`, `sendmsg` | the same, waiting for writability; on a stream socket the call returns once every byte is handed to the kernel, as a blocking send does |
+//! | `connect` | on a blocking socket: started non-blocking (the mode is switched for that one system call and put back at once), the task waits until the socket is writable, and the call returns the kernel's outcome from `SO_ERROR` (`ECONNREFUSED`, `ETIMEDOUT`, …) |
+//! | `accept`, `accept4` | on a blocking listener: the task waits until a connection is pending, then the plain call takes it |
+//! | `poll`, `ppoll`, `select` | a zero-timeout poll first; if nothing is ready the task waits until one of the descriptors may be, or the timeout passes, and the answer is that of a real zero-timeout poll (the `revents` and sets are the kernel's); `select` leaves the time not slept in its timeout, as Linux's does; a `ppoll` with a signal mask is the plain call (the mask is applied atomically with the kernel's wait, which a pause cannot do) |
+//! | `nanosleep`, `clock_nanosleep`, `usleep`, `sleep` | the task sleeps on the timer heap |
+//! | `getaddrinfo` | runs on the [blocking pool](crate::spawn_blocking) while the task waits |
+//! | `close` | drops what the hook kept about the descriptor (from any thread), then closes it |
+//!
+//! The library sees blocking semantics throughout: the hook never changes
+//! a descriptor's mode (apart from the one `connect` system call), so
+//! `fcntl(F_GETFL)` and `ioctl` report the library's own, and need no
+//! interception. A descriptor the library made non-blocking, or a call
+//! with its own `MSG_DONTWAIT`, gets the plain answer (`EAGAIN` as
+//! before). `SO_RCVTIMEO` and `SO_SNDTIMEO` are honoured: when the time
+//! passes the call fails with `EAGAIN` (`EINPROGRESS` for `connect`), or
+//! returns the bytes moved so far, as the kernel's. A descriptor that is
+//! neither a socket nor a pipe (a regular file, a terminal, a device) gets
+//! the plain call. A pipe or FIFO left blocking is waited for until it is
+//! ready, then the plain call is made: should another reader or writer
+//! empty (fill) it first, that call blocks the thread as it would have.
+//! A `write` on a socket is a `send` without flags, so it raises `SIGPIPE`
+//! on a broken connection exactly as `write` does.
+//!
+//! # Timeouts, cancellation and teardown
+//!
+//! The caller of an intercepted call is foreign code: a C library, or an
+//! `extern "C"` function, which an unwind must never cross. So a pause
+//! inside an intercepted call never unwinds:
+//!
+//! - when the deadline of an enclosing [`timeout`](crate::timeout()) scope
+//!   passes during the call, the call fails with **`ETIMEDOUT`**, the
+//!   expiry is recorded in the task, and the scope's `timeout` returns
+//!   `Err(Elapsed)` when its closure returns (the task's next own pause
+//!   inside the scope unwinds to it as usual);
+//! - when the task is cancelled ([`JoinHandle::cancel`](crate::JoinHandle::cancel),
+//!   a [`scope`](crate::scope()) tearing its tasks down, [`run`](crate::run)
+//!   or a [`Runtime`](crate::Runtime) ending) during the call, it is not
+//!   unwound but resumed: the call fails with **`ECANCELED`**, as does
+//!   every intercepted call it makes from then on, and at its next own
+//!   pause (a yieldloop call that waits) it is torn down as any other
+//!   cancelled task. This happens before the cancellation returns. A task
+//!   that is still paused inside intercepted calls after eight such
+//!   resumes is left as it is: its stack is leaked, never unwound. So is
+//!   one torn down while its thread unwinds (a `timeout` or a panic
+//!   tearing down a [`scope`](crate::scope()) whose task is inside such a
+//!   call): resumed then, its code would run mid-unwind, where a panic of
+//!   its own (an `unwrap` of the error) would abort the process. A message
+//!   on stderr says when a task is left so;
+//! - a sleep cut short either way returns as if it had slept its full
+//!   time (a sleep that failed would be retried by most callers, and
+//!   `std::thread::sleep` allows only `EINTR`);
+//! - a panic inside the hook's own code makes the call fail with `EIO`.
+//!
+//! # Setting up
+//!
+//! The definitions live in yieldloop's library, so inside the final
+//! executable they take the place of the C library's for every call made
+//! by Rust code (the standard library's included: `std::net`,
+//! `std::thread::sleep`, and every crate built on them). A C library
+//! loaded as a shared object (with `dlopen`, or linked against the
+//! executable, like libpq or libcurl) reaches them only if the executable
+//! exports them. rustc already puts `#[no_mangle]` functions in an
+//! executable's dynamic symbol table on Linux (seen with rustc 1.95, in
+//! debug and release builds, whether or not the program names this
+//! module); the one setting that guarantees it whatever the toolchain is
+//! to link the executable with `-rdynamic`, for instance from its build
+//! script
+//!
+//! ```text
+//! fn main() {
+//!     println!("cargo:rustc-link-arg-bins=-rdynamic");
+//! }
+//! ```
+//!
+//! or in `.cargo/config.toml`:
+//!
+//! ```text
+//! [target.x86_64-unknown-linux-gnu]
+//! rustflags = ["-C", "link-arg=-rdynamic"]
+//! ```
+//!
+//! [`active`] tells whether that is in effect.
+//!
+//! The hook needs the dynamically linked GNU C library (or another that
+//! `dlsym(RTLD_NEXT, ..)` finds); a statically linked executable aborts
+//! at its first intercepted call, with a message.
+//!
+//! # Cost
+//!
+//! Outside a task: one thread-local read and an indirect call more than
+//! the plain call. Inside a task, on a socket: the call itself with
+//! `MSG_DONTWAIT`; when it would block, an `fcntl` (is the descriptor the
+//! library's non-blocking one?), a `getsockopt` (its timeout), an `fstat`
+//! (is its registration still for this file?) and the pause. Each
+//! descriptor is registered with the reactor once, on its first wait,
+//! and leaves it on `close`. yieldloop's own sockets, pipes and
+//! [`PausingIo`](crate::io::PausingIo) descriptors are non-blocking, and
+//! their calls are marked as yieldloop's own: the hook lets them through
+//! after the same one-word check as outside a task. (So does a call made
+//! inside a closure given to `PausingIo::read_with` and its kind.)
+//!
+//! # What is not covered
+//!
+//! Calls that do not go through these names: raw `syscall()`, a C library
+//! linked statically (musl), system calls the C library makes
+//! internally; waits on futexes (`std::sync::Mutex`, `Condvar`, channels
+//! of the standard library), `epoll_wait` of another event loop, file I/O.
+//! They block the thread, as without the feature. A `std::sync::Mutex` or
+//! a `RefCell` held across an intercepted call is held while the task is
+//! paused: another task of the same thread that takes it blocks the whole
+//! thread for good (the mutex) or panics (the `RefCell`). A descriptor
+//! used from tasks of two schedulers is registered with each (`epoll`
+//! allows it) and each wait is woken by its own; the two race for the
+//! bytes as two threads would, and an `accept` woken for a connection
+//! another thread took blocks its thread until the next one. A signal
+//! handler that writes to a *blocking* descriptor while a task runs would
+//! pause that task inside the handler: self-pipes must be non-blocking
+//! anyway. A descriptor closed where the hook does not see it (`dup2`
+//! over it, a raw system call, the C library's own internal `close`, as
+//! in `fclose`) may have its number taken for what it was: a registration
+//! is checked against the file's inode before each wait, and a socket
+//! taken for one that is not gets the plain call, but a number that was a
+//! file and is now a socket gets the plain, blocking call until the hook
+//! sees it closed. Signals do not cut a task's sleep short (`EINTR` never comes
+//! from one, and the remaining-time argument is never written): the
+//! scheduler's thread receives them, the task sleeps its full time. The
+//! book's chapter 12 says more, and what the slow-task monitor reports
+//! when a library blocks where the hook cannot see.
+
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "yieldloop's feature `hook` (blocking socket and sleep calls made cooperative inside \
+     tasks) is Linux only: it defines the GNU C library's entry points; turn the feature \
+     off on this target"
+);
+
+// Elsewhere only the error above is reported, not the consequences.
+#[cfg(target_os = "linux")]
+mod calls;
+#[cfg(target_os = "linux")]
+mod fds;
+#[cfg(target_os = "linux")]
+mod lookup;
+#[cfg(target_os = "linux")]
+mod pause;
+#[cfg(target_os = "linux")]
+mod real;
+#[cfg(target_os = "linux")]
+mod symbols;
+
+/// True when the intercepting definitions are the ones this process's
+/// shared libraries reach: the executable was linked with them and
+/// exports them (`-rdynamic`; see the [module docs](self#setting-up)).
+///
+/// Calls made by Rust code inside the executable (the standard library's
+/// included) reach the hook whenever the feature is on; this tells about
+/// C libraries loaded as shared objects, which reach it only through the
+/// export.
+///
+/// # Examples
+///
+/// A startup check:
+///
+/// ```
+/// if !yieldloop::hook::active() {
+///     eprintln!(
+///         "C libraries loaded as shared objects will block the scheduler's \
+///          thread: link the executable with -rdynamic"
+///     );
+/// }
+/// ```
+#[cfg(target_os = "linux")]
+pub fn active() -> bool {
+    // What a shared library's call to `recv` is bound to: the first
+    // definition in the global scope, which is the executable's when it
+    // exports its symbols.
+    // SAFETY: a NUL-terminated name; RTLD_DEFAULT searches the global scope.
+    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"recv".as_ptr()) };
+    std::ptr::eq(found.cast_const().cast::<()>(), symbols::recv as *const ())
+}

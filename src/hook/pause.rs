@@ -1,0 +1,211 @@
+//! Pausing the calling task from inside an intercepted call, without ever
+//! unwinding: a timeout scope's expiry, a cancellation or a teardown make
+//! the call fail with an error number instead (see the module docs of
+//! `hook`), and the task unwinds at its next own pause.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use libc::c_int;
+
+use super::fds;
+use crate::protocol::{Op, Resume};
+use crate::task::{self, TaskContext};
+
+/// The error number of an intercepted call made by a task that is being
+/// cancelled (or torn down with its scheduler): `ECANCELED`.
+pub(super) const CANCELLED: c_int = libc::ECANCELED;
+
+/// The error number of an intercepted call ended by the deadline of an
+/// enclosing [`timeout`](crate::timeout()) scope: `ETIMEDOUT`.
+pub(super) const SCOPE_EXPIRED: c_int = libc::ETIMEDOUT;
+
+/// Reads `errno`.
+#[inline]
+pub(super) fn errno() -> c_int {
+    // SAFETY: `__errno_location` returns this thread's `errno`, always
+    // valid to read.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Sets `errno`.
+#[inline]
+pub(super) fn set_errno(e: c_int) {
+    // SAFETY: as for `errno`: this thread's, always valid to write.
+    unsafe { *libc::__errno_location() = e }
+}
+
+/// Sets `errno` to `e` and returns -1, the failure of most calls.
+#[inline]
+pub(super) fn fail<T: From<i8>>(e: c_int) -> T {
+    set_errno(e);
+    T::from(-1)
+}
+
+/// Runs the hook's own Rust code for one call, so that a panic in it
+/// never unwinds into the C caller: the call fails with `EIO` instead
+/// (`on_panic` is the failure value).
+#[inline]
+pub(super) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
+    match panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(_) => {
+            set_errno(libc::EIO);
+            on_panic
+        }
+    }
+}
+
+/// True when the calling code runs in a task that may pause: the hook
+/// takes over the call. Outside (a plain thread, the blocking pool, the
+/// scheduler's own code, a task being torn down) the call is the plain
+/// one, and so is one of yieldloop's own calls on its non-blocking
+/// sockets and pipes. One thread-local read on the way out.
+/// A task unwinding from a panic is not one: a coroutine must never
+/// switch away mid-unwind, so a destructor's call then blocks the thread
+/// as it would without the hook.
+/// A task cancelled inside an intercepted call fails its calls at once,
+/// without pausing, so that case stays with the hook even then.
+#[inline(always)]
+pub(super) fn in_task() -> bool {
+    task::hook_applies() && (!std::thread::panicking() || cancelled())
+}
+
+/// How a pause from inside an intercepted call ended.
+#[derive(Debug)]
+pub(super) enum Woke {
+    /// What it waited for may have happened: try again.
+    Ready,
+    /// The call's own deadline (`SO_RCVTIMEO`, a poll timeout) passed.
+    TimedOut,
+    /// The call must fail with this error number: [`CANCELLED`],
+    /// [`SCOPE_EXPIRED`], or the reactor's error.
+    Failed(c_int),
+}
+
+/// Checked before any work: a task cancelled inside an intercepted call
+/// fails every later one at once.
+#[inline]
+pub(super) fn cancelled() -> bool {
+    task::with_running(|cx| cx.is_some_and(TaskContext::foreign_cancelled))
+}
+
+/// Pauses the running task with the op `make` builds from the deadline to
+/// wait until: the earlier of `own` and the enclosing timeout scope's.
+/// `sleep`: the op is `Op::Wait`, whose `Ready` at a scope's deadline is
+/// that scope's expiry.
+pub(super) fn pause(
+    own: Option<Instant>,
+    sleep: bool,
+    make: impl FnOnce(Option<Instant>) -> Op,
+) -> Woke {
+    task::with_running(|cx| {
+        let Some(cx) = cx else {
+            return Woke::Failed(libc::EPERM);
+        };
+        if cx.foreign_cancelled() {
+            return Woke::Failed(CANCELLED);
+        }
+        let scope = cx
+            .timeout_scope()
+            .filter(|s| own.map_or(true, |o| s.deadline < o));
+        let deadline = scope.map(|s| s.deadline).or(own);
+        let expired = |cx: &TaskContext| match scope {
+            Some(s) => {
+                cx.record_expired_scope(s.id);
+                Woke::Failed(SCOPE_EXPIRED)
+            }
+            None => Woke::TimedOut,
+        };
+        // A deadline `<= now` is due: no pause for it. But a scope that has
+        // expired already ends every call inside it at once, and a library
+        // that retries on the error would spin, holding the thread: each
+        // such call lets the other tasks run first.
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            if scope.is_some() {
+                let _ = cx.pause_foreign(Op::Yield);
+                if cx.foreign_cancelled() {
+                    return Woke::Failed(CANCELLED);
+                }
+            }
+            return expired(cx);
+        }
+        let answer = cx.pause_foreign(make(deadline));
+        if cx.foreign_cancelled() {
+            return Woke::Failed(CANCELLED);
+        }
+        match answer {
+            Resume::Ready if sleep && scope.is_some() => expired(cx),
+            Resume::Ready => Woke::Ready,
+            Resume::TimedOut => expired(cx),
+            Resume::Cancelled => Woke::Failed(CANCELLED),
+            Resume::Err(e) => Woke::Failed(e.raw_os_error().unwrap_or(libc::EIO)),
+            Resume::Accepted(..) => Woke::Failed(libc::EIO),
+        }
+    })
+}
+
+/// Pauses until `fd` may be readable (`write` false) or writable, or
+/// `deadline` passes.
+pub(super) fn wait_fd(fd: c_int, write: bool, deadline: Option<Instant>) -> Woke {
+    match fds::registration(fd) {
+        Ok(io) => pause(deadline, false, |d| {
+            if write {
+                Op::WriteReady(io, d)
+            } else {
+                Op::ReadReady(io, d)
+            }
+        }),
+        // The reactor cannot watch it (already in this poller under
+        // another registration, say): look again shortly.
+        Err(_) => retry_soon(deadline),
+    }
+}
+
+/// The fallback wait for a descriptor the reactor cannot watch: a short
+/// sleep, then the caller tries again.
+pub(super) fn retry_soon(deadline: Option<Instant>) -> Woke {
+    let soon = Instant::now() + Duration::from_millis(1);
+    let at = deadline.map_or(soon, |d| d.min(soon));
+    // The short sleep is the pause's own deadline, so that only a scope
+    // ending before it counts as the scope's expiry.
+    match pause(Some(at), true, |d| Op::Wait(d.unwrap_or(at))) {
+        // A deadline `<= now` is due.
+        Woke::Ready | Woke::TimedOut if deadline.is_some_and(|d| Instant::now() >= d) => {
+            Woke::TimedOut
+        }
+        Woke::Ready | Woke::TimedOut => Woke::Ready,
+        failed => failed,
+    }
+}
+
+/// The deadline of a wait on `fd` from its `SO_RCVTIMEO` (`write`:
+/// `SO_SNDTIMEO`), counted from now; `None` for none (or not a socket).
+pub(super) fn socket_deadline(fd: c_int, write: bool) -> Option<Instant> {
+    let opt = if write {
+        libc::SO_SNDTIMEO
+    } else {
+        libc::SO_RCVTIMEO
+    };
+    let mut tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    let mut len = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
+    // SAFETY: `tv` and `len` describe a writable `timeval`, which is what
+    // the option holds.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&mut tv as *mut libc::timeval).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 || (tv.tv_sec == 0 && tv.tv_usec == 0) {
+        return None;
+    }
+    let d = Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
+    Instant::now().checked_add(d)
+}
