@@ -27,13 +27,13 @@
 //!      a task produced no value; the types threads share (std's, or the
 //!      `loom` model checker's under `--cfg loom`).
 //! 2. Mechanisms.
-//!    - `timer`, `reactor`, `stack`, `trace`, `slow_task`, `observe`: the
-//!      deadline heap; `mio::Poll`, the registered sources, the accepts it
-//!      performs, wake-ups from other threads, the precise `timerfd` on
-//!      Linux; the pool of guarded stacks and the report of an overflow;
-//!      the scheduler trace; the warning about tasks that hold the thread
-//!      too long; with feature `tracing`, the spans and events a `tracing`
+//!    - `observe`: with feature `tracing`, the spans and events a `tracing`
 //!      subscriber is told.
+//!    - `timer`, `reactor`, `stack`, `trace`, `slow_task`: the deadline
+//!      heap; `mio::Poll`, the registered sources, the accepts it performs,
+//!      wake-ups from other threads, the precise `timerfd` on Linux; the
+//!      pool of guarded stacks and the report of an overflow; the scheduler
+//!      trace; the warning about tasks that hold the thread too long.
 //! 3. Tasks and their scheduler.
 //!    - `task`: a task's coroutine and context at the top of its stack, and
 //!      the thread-local of the running task.
