@@ -738,3 +738,25 @@ fn a_scope_ends_a_longer_poll() {
         assert!(took < Duration::from_secs(5), "{took:?}");
     });
 }
+
+/// A descriptor closed by one task while another task of the thread waits
+/// on it inside an intercepted read: the waiting read fails with `EBADF`
+/// rather than waiting for good.
+#[test]
+fn close_while_another_task_waits() {
+    yieldloop::run(|| {
+        let (_a, b) = pair();
+        let fd = b.as_raw_fd();
+        let reader = spawn(move || {
+            let mut buf = [0u8; 4];
+            // SAFETY: `buf` is valid for its length; `fd` is open when the
+            // call starts.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), 4) };
+            (n, io::Error::last_os_error().raw_os_error().unwrap_or(0))
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        drop(b);
+        let (n, e) = reader.join().unwrap();
+        assert_eq!((n, e), (-1, libc::EBADF));
+    });
+}

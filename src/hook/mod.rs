@@ -23,7 +23,7 @@
 //! | `poll`, `ppoll`, `select` | a zero-timeout poll first; if nothing is ready the task waits until one of the descriptors may be, or the timeout passes, and the answer is that of a real zero-timeout poll (the `revents` and sets are the kernel's); `select` leaves the time not slept in its timeout, as Linux's does; a `ppoll` with a signal mask is the plain call (the mask is applied atomically with the kernel's wait, which a pause cannot do) |
 //! | `nanosleep`, `clock_nanosleep`, `usleep`, `sleep` | the task sleeps on the timer heap |
 //! | `getaddrinfo` | runs on the [blocking pool](crate::spawn_blocking) while the task waits |
-//! | `close` | drops what the hook kept about the descriptor (from any thread), then closes it |
+//! | `close` | drops what the hook kept about the descriptor (from any thread), then closes it; a task of the same thread waiting on it meanwhile gets `EBADF` |
 //!
 //! The library sees blocking semantics throughout: the hook never changes
 //! a descriptor's mode (apart from the one `connect` system call), so

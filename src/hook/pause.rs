@@ -139,7 +139,9 @@ pub(super) fn pause(
             Resume::Ready => Woke::Ready,
             Resume::TimedOut => expired(cx),
             Resume::Cancelled => Woke::Failed(CANCELLED),
-            Resume::Err(e) => Woke::Failed(e.raw_os_error().unwrap_or(libc::EIO)),
+            // The reactor's own errors say the descriptor left it: it was
+            // closed while the task waited.
+            Resume::Err(e) => Woke::Failed(e.raw_os_error().unwrap_or(libc::EBADF)),
             Resume::Accepted(..) => Woke::Failed(libc::EIO),
         }
     })
