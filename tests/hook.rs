@@ -760,3 +760,32 @@ fn close_while_another_task_waits() {
         assert_eq!((n, e), (-1, libc::EBADF));
     });
 }
+
+/// A read timeout changed between calls is the one the next call keeps
+/// (the hook reads a socket's timeouts again after a `setsockopt`).
+#[test]
+fn a_changed_read_timeout_is_the_one_kept() {
+    yieldloop::run(|| {
+        let (mut a, mut b) = pair();
+        for ms in [250u64, 60] {
+            b.set_read_timeout(Some(Duration::from_millis(ms))).unwrap();
+            let t = Instant::now();
+            let e = b.read(&mut [0u8; 4]).unwrap_err();
+            let took = t.elapsed();
+            assert_eq!(errno_of(&e), libc::EAGAIN);
+            assert!(took >= Duration::from_millis(ms - 5), "{ms} ms: {took:?}");
+            assert!(took < Duration::from_millis(ms + 1000), "{ms} ms: {took:?}");
+        }
+        // No timeout: the read waits for the bytes, 300 ms away.
+        b.set_read_timeout(None).unwrap();
+        let writer = spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            a.write_all(b"late").unwrap();
+            a
+        });
+        let mut buf = [0u8; 4];
+        b.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"late");
+        let _a = writer.join().unwrap();
+    });
+}
