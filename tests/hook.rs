@@ -292,6 +292,30 @@ fn a_nonblocking_socket_still_gets_eagain() {
     assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
     assert!(took < Duration::from_millis(100), "{took:?}");
     assert!(nonblocking);
+
+    // A non-blocking listener with nothing pending, and a non-blocking
+    // pipe with nothing in it: `EAGAIN` at once too.
+    let (accept, pipe) = yieldloop::run(|| {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let accept = l.accept().map(|_| ()).unwrap_err().kind();
+        let mut fds = [0; 2];
+        // SAFETY: room for the two descriptors.
+        let made = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) };
+        assert_eq!(made, 0);
+        let mut buf = [0u8; 4];
+        // SAFETY: `buf` is valid for its length.
+        let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), 4) };
+        let e = io::Error::last_os_error().raw_os_error();
+        // SAFETY: both ours, closed once.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        (accept, (n, e))
+    });
+    assert_eq!(accept, io::ErrorKind::WouldBlock);
+    assert_eq!(pipe, (-1, Some(libc::EAGAIN)));
 }
 
 /// A regular file is read and written with the plain calls.
