@@ -292,6 +292,30 @@ fn a_nonblocking_socket_still_gets_eagain() {
     assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
     assert!(took < Duration::from_millis(100), "{took:?}");
     assert!(nonblocking);
+
+    // A non-blocking listener with nothing pending, and a non-blocking
+    // pipe with nothing in it: `EAGAIN` at once too.
+    let (accept, pipe) = yieldloop::run(|| {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let accept = l.accept().map(|_| ()).unwrap_err().kind();
+        let mut fds = [0; 2];
+        // SAFETY: room for the two descriptors.
+        let made = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) };
+        assert_eq!(made, 0);
+        let mut buf = [0u8; 4];
+        // SAFETY: `buf` is valid for its length.
+        let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), 4) };
+        let e = io::Error::last_os_error().raw_os_error();
+        // SAFETY: both ours, closed once.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        (accept, (n, e))
+    });
+    assert_eq!(accept, io::ErrorKind::WouldBlock);
+    assert_eq!(pipe, (-1, Some(libc::EAGAIN)));
 }
 
 /// A regular file is read and written with the plain calls.
@@ -736,5 +760,56 @@ fn a_scope_ends_a_longer_poll() {
         assert_eq!(seen.get(), (-1, libc::ETIMEDOUT));
         assert!(took >= Duration::from_millis(95), "{took:?}");
         assert!(took < Duration::from_secs(5), "{took:?}");
+    });
+}
+
+/// A descriptor closed by one task while another task of the thread waits
+/// on it inside an intercepted read: the waiting read fails with `EBADF`
+/// rather than waiting for good.
+#[test]
+fn close_while_another_task_waits() {
+    yieldloop::run(|| {
+        let (_a, b) = pair();
+        let fd = b.as_raw_fd();
+        let reader = spawn(move || {
+            let mut buf = [0u8; 4];
+            // SAFETY: `buf` is valid for its length; `fd` is open when the
+            // call starts.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), 4) };
+            (n, io::Error::last_os_error().raw_os_error().unwrap_or(0))
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        drop(b);
+        let (n, e) = reader.join().unwrap();
+        assert_eq!((n, e), (-1, libc::EBADF));
+    });
+}
+
+/// A read timeout changed between calls is the one the next call keeps
+/// (the hook reads a socket's timeouts again after a `setsockopt`).
+#[test]
+fn a_changed_read_timeout_is_the_one_kept() {
+    yieldloop::run(|| {
+        let (mut a, mut b) = pair();
+        for ms in [250u64, 60] {
+            b.set_read_timeout(Some(Duration::from_millis(ms))).unwrap();
+            let t = Instant::now();
+            let e = b.read(&mut [0u8; 4]).unwrap_err();
+            let took = t.elapsed();
+            assert_eq!(errno_of(&e), libc::EAGAIN);
+            assert!(took >= Duration::from_millis(ms - 5), "{ms} ms: {took:?}");
+            assert!(took < Duration::from_millis(ms + 1000), "{ms} ms: {took:?}");
+        }
+        // No timeout: the read waits for the bytes, 300 ms away.
+        b.set_read_timeout(None).unwrap();
+        let writer = spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            a.write_all(b"late").unwrap();
+            a
+        });
+        let mut buf = [0u8; 4];
+        b.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"late");
+        let _a = writer.join().unwrap();
     });
 }

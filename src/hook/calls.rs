@@ -133,9 +133,7 @@ pub(super) fn pipe_call(fd: c_int, write: bool, op: impl FnOnce() -> ssize_t) ->
     if pause::cancelled() {
         return fail(CANCELLED);
     }
-    if fds::nonblocking(fd) {
-        return op();
-    }
+    let mut asked_mode = false;
     loop {
         let mut p = libc::pollfd {
             fd,
@@ -147,6 +145,14 @@ pub(super) fn pipe_call(fd: c_int, write: bool, op: impl FnOnce() -> ssize_t) ->
         if r != 0 {
             // Ready, or an error the plain call reports.
             return op();
+        }
+        // Not ready: a library's non-blocking pipe gets its `EAGAIN` (the
+        // mode is asked only now, so a ready pipe costs one poll more).
+        if !asked_mode {
+            asked_mode = true;
+            if fds::nonblocking(fd) {
+                return op();
+            }
         }
         match wait_fd(fd, write, None) {
             Woke::Ready | Woke::TimedOut => {}
@@ -271,10 +277,7 @@ pub(super) fn accept(fd: c_int, op: impl FnOnce() -> c_int) -> c_int {
     if pause::cancelled() {
         return fail(CANCELLED);
     }
-    if fds::nonblocking(fd) {
-        return op();
-    }
-    let deadline = pause::socket_deadline(fd, false);
+    let mut deadline = None;
     loop {
         let mut p = libc::pollfd {
             fd,
@@ -285,7 +288,18 @@ pub(super) fn accept(fd: c_int, op: impl FnOnce() -> c_int) -> c_int {
         if unsafe { real::poll(&mut p, 1, 0) } != 0 {
             return op();
         }
-        match wait_fd(fd, false, deadline) {
+        // Nothing pending: a library's non-blocking listener gets its
+        // `EAGAIN` (the mode and the timeout are asked only now).
+        let d = match deadline {
+            Some(d) => d,
+            None => {
+                if fds::nonblocking(fd) {
+                    return op();
+                }
+                *deadline.insert(pause::socket_deadline(fd, false))
+            }
+        };
+        match wait_fd(fd, false, d) {
             Woke::Ready => {}
             Woke::TimedOut => return fail(libc::EAGAIN),
             Woke::Failed(e) => return fail(e),

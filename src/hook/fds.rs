@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use libc::c_int;
 
@@ -45,6 +46,21 @@ pub(super) enum Kind {
     Other,
 }
 
+/// Bumped by every `setsockopt` of `SO_RCVTIMEO` or `SO_SNDTIMEO` the hook
+/// sees, on any descriptor and any thread: the socket timeouts kept in the
+/// entries are good while it stays what it was when they were read. One
+/// counter for all descriptors, because a duplicate of a descriptor (its
+/// own number) shares its socket's options.
+static TIMEOUTS_EPOCH: AtomicU32 = AtomicU32::new(0);
+
+/// A socket's timeouts as last read, and the epoch they were read in.
+#[derive(Clone, Copy, Debug)]
+struct Timeouts {
+    epoch: u32,
+    read: Option<Duration>,
+    write: Option<Duration>,
+}
+
 /// One registration with a reactor.
 #[derive(Clone, Copy, Debug)]
 struct Reg {
@@ -61,12 +77,15 @@ struct Entry {
     gen: u32,
     kind: Kind,
     reg: Option<Reg>,
+    /// The socket's timeouts, once read.
+    timeouts: Option<Timeouts>,
 }
 
 const EMPTY: Entry = Entry {
     gen: 0,
     kind: Kind::Unknown,
     reg: None,
+    timeouts: None,
 };
 
 /// This thread's entries: by index below [`TRACKED`] (grown on demand),
@@ -159,6 +178,34 @@ pub(super) fn kind(fd: c_int) -> Kind {
     };
     let _ = with_entry(fd, |e| e.kind = kind);
     kind
+}
+
+/// The socket timeout of `fd` for reads (`write`: writes), from this
+/// thread's entry while no `setsockopt` of a timeout came since it was
+/// read, else from `read_both(write)`, called for both directions and kept.
+pub(super) fn socket_timeout(
+    fd: c_int,
+    write: bool,
+    read_both: impl Fn(bool) -> Option<Duration>,
+) -> Option<Duration> {
+    let epoch = TIMEOUTS_EPOCH.load(Ordering::Acquire);
+    let pick = |t: Timeouts| if write { t.write } else { t.read };
+    if let Some(Some(t)) = with_entry(fd, |e| e.timeouts.filter(|t| t.epoch == epoch)) {
+        return pick(t);
+    }
+    let t = Timeouts {
+        epoch,
+        read: read_both(false),
+        write: read_both(true),
+    };
+    let _ = with_entry(fd, |e| e.timeouts = Some(t));
+    pick(t)
+}
+
+/// Called by the `setsockopt` hook, on any thread, when a socket's timeout
+/// changes: every kept timeout is read again before its next use.
+pub(super) fn timeouts_changed() {
+    TIMEOUTS_EPOCH.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Forgets what kind `fd` was: a call found it was not what the entry

@@ -23,7 +23,8 @@
 //! | `poll`, `ppoll`, `select` | a zero-timeout poll first; if nothing is ready the task waits until one of the descriptors may be, or the timeout passes, and the answer is that of a real zero-timeout poll (the `revents` and sets are the kernel's); `select` leaves the time not slept in its timeout, as Linux's does; a `ppoll` with a signal mask is the plain call (the mask is applied atomically with the kernel's wait, which a pause cannot do) |
 //! | `nanosleep`, `clock_nanosleep`, `usleep`, `sleep` | the task sleeps on the timer heap |
 //! | `getaddrinfo` | runs on the [blocking pool](crate::spawn_blocking) while the task waits |
-//! | `close` | drops what the hook kept about the descriptor (from any thread), then closes it |
+//! | `close` | drops what the hook kept about the descriptor (from any thread), then closes it; a task of the same thread waiting on it meanwhile gets `EBADF` |
+//! | `setsockopt` | the plain call; a change of `SO_RCVTIMEO` or `SO_SNDTIMEO` makes the hook read the socket timeouts it keeps again |
 //!
 //! The library sees blocking semantics throughout: the hook never changes
 //! a descriptor's mode (apart from the one `connect` system call), so
@@ -109,8 +110,11 @@
 //! Outside a task: one thread-local read and an indirect call more than
 //! the plain call. Inside a task, on a socket: the call itself with
 //! `MSG_DONTWAIT`; when it would block, an `fcntl` (is the descriptor the
-//! library's non-blocking one?), a `getsockopt` (its timeout), an `fstat`
-//! (is its registration still for this file?) and the pause. Each
+//! library's non-blocking one?), an `fstat` (is its registration still for
+//! this file?) and the pause. The socket's timeouts are read with
+//! `getsockopt` on its first wait, and again only after a `setsockopt` of
+//! one (on any socket: a duplicate descriptor shares its socket's
+//! options). Each
 //! descriptor is registered with the reactor once, on its first wait,
 //! and leaves it on `close`. yieldloop's own sockets, pipes and
 //! [`PausingIo`](crate::io::PausingIo) descriptors are non-blocking, and

@@ -139,7 +139,9 @@ pub(super) fn pause(
             Resume::Ready => Woke::Ready,
             Resume::TimedOut => expired(cx),
             Resume::Cancelled => Woke::Failed(CANCELLED),
-            Resume::Err(e) => Woke::Failed(e.raw_os_error().unwrap_or(libc::EIO)),
+            // The reactor's own errors say the descriptor left it: it was
+            // closed while the task waited.
+            Resume::Err(e) => Woke::Failed(e.raw_os_error().unwrap_or(libc::EBADF)),
             Resume::Accepted(..) => Woke::Failed(libc::EIO),
         }
     })
@@ -182,6 +184,13 @@ pub(super) fn retry_soon(deadline: Option<Instant>) -> Woke {
 /// The deadline of a wait on `fd` from its `SO_RCVTIMEO` (`write`:
 /// `SO_SNDTIMEO`), counted from now; `None` for none (or not a socket).
 pub(super) fn socket_deadline(fd: c_int, write: bool) -> Option<Instant> {
+    let t = fds::socket_timeout(fd, write, |w| read_socket_timeout(fd, w))?;
+    Instant::now().checked_add(t)
+}
+
+/// The socket's `SO_RCVTIMEO` (`write`: `SO_SNDTIMEO`), asked of the
+/// kernel; `None` for none (or not a socket).
+fn read_socket_timeout(fd: c_int, write: bool) -> Option<Duration> {
     let opt = if write {
         libc::SO_SNDTIMEO
     } else {
@@ -206,6 +215,5 @@ pub(super) fn socket_deadline(fd: c_int, write: bool) -> Option<Instant> {
     if r != 0 || (tv.tv_sec == 0 && tv.tv_usec == 0) {
         return None;
     }
-    let d = Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
-    Instant::now().checked_add(d)
+    Some(Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000))
 }

@@ -89,6 +89,7 @@ static CLOCK_NANOSLEEP: Real = Real::new(c"clock_nanosleep");
 static USLEEP: Real = Real::new(c"usleep");
 static SLEEP: Real = Real::new(c"sleep");
 static GETADDRINFO: Real = Real::new(c"getaddrinfo");
+static SETSOCKOPT: Real = Real::new(c"setsockopt");
 
 // Each function below calls the C library's definition with the caller's
 // arguments. The transmutes are sound because each `Real` is looked up by
@@ -459,4 +460,24 @@ pub(super) unsafe fn getaddrinfo(
     ) -> c_int = unsafe { mem::transmute(GETADDRINFO.addr()) };
     // SAFETY: the caller's contract is the function's.
     unsafe { f(node, service, hints, res) }
+}
+
+/// `setsockopt(2)`, the C library's.
+///
+/// # Safety
+///
+/// As for `setsockopt(2)`: `val` valid for `len` bytes.
+#[inline(always)]
+pub(super) unsafe fn setsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *const c_void,
+    len: socklen_t,
+) -> c_int {
+    // SAFETY: see the comment above these functions.
+    let f: unsafe extern "C" fn(c_int, c_int, c_int, *const c_void, socklen_t) -> c_int =
+        unsafe { mem::transmute(SETSOCKOPT.addr()) };
+    // SAFETY: the caller's contract is the function's.
+    unsafe { f(fd, level, name, val, len) }
 }

@@ -407,6 +407,28 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     unsafe { real::close(fd) }
 }
 
+/// `setsockopt(2)`: the plain call; a change of `SO_RCVTIMEO` or
+/// `SO_SNDTIMEO` makes the hook read the socket timeouts it keeps again.
+///
+/// # Safety
+///
+/// As for `setsockopt(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn setsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *const c_void,
+    len: socklen_t,
+) -> c_int {
+    // SAFETY: the caller's contract, passed on.
+    let r = unsafe { real::setsockopt(fd, level, name, val, len) };
+    if level == libc::SOL_SOCKET && (name == libc::SO_RCVTIMEO || name == libc::SO_SNDTIMEO) {
+        fds::timeouts_changed();
+    }
+    r
+}
+
 /// `poll(2)`; see the [module docs](super).
 ///
 /// # Safety
