@@ -60,8 +60,9 @@
 //!      the blocking pool; child processes, their pipes on `io` and their
 //!      exits waited for by pausing the task.
 //! 5. The public faces.
-//!    - [`raw`], [`diag`]: the protocol for building your own primitives;
-//!      tuning and diagnostics.
+//!    - [`raw`], [`diag`], `model`: the protocol for building your own
+//!      primitives; tuning and diagnostics; with `--cfg loom` only, the
+//!      entry points of the model checks of the cross-thread protocols.
 //!    - this root (`lib`): the everyday calls.
 //!
 //! # Platforms
@@ -179,6 +180,9 @@ mod time;
 mod timeout;
 // Layer 5: the public faces.
 pub mod diag;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod model;
 pub mod raw;
 
 pub use blocking::{spawn_blocking, BlockingHandle};

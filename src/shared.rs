@@ -14,6 +14,23 @@ pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+/// Parking whole threads: for waiters outside any task.
+pub(crate) mod thread {
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::current;
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::park;
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::Thread;
+
+    #[cfg(loom)]
+    pub(crate) use loom::thread::current;
+    #[cfg(loom)]
+    pub(crate) use loom::thread::park;
+    #[cfg(loom)]
+    pub(crate) use loom::thread::Thread;
+}
+
 /// Atomic integers and flags, and the fences between them.
 pub(crate) mod atomic {
     #[cfg(not(loom))]

@@ -46,10 +46,9 @@ use crate::stack::MIN_STACK_SIZE;
 /// The hooks a [`Select`] drives a receiver through; sealed, so the set of
 /// selectable types is this module's to decide.
 pub(crate) mod sealed {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-
     use crate::protocol::ParkToken;
+    use crate::shared::atomic::{AtomicBool, Ordering};
+    use crate::shared::Arc;
 
     /// How a registration learns it was the one a sender woke.
     #[derive(Debug)]
