@@ -18,7 +18,7 @@
 //! | [`local::channel`], [`local::sync_channel`], [`oneshot`] | one thread (`Rc`/`RefCell`, no locks) |
 //! | [`mpsc::channel`], [`mpsc::sync_channel`] | any: tasks on several schedulers, and plain threads |
 //! | [`Select`] | one thread; waits on channels of both kinds |
-//! | [`Mutex`], [`Semaphore`], [`WaitGroup`], [`Barrier`], [`Notify`], [`Event`] | one thread: share them between the tasks of one scheduler through an `Rc` |
+//! | [`local::Mutex`], [`local::Semaphore`], [`local::WaitGroup`], [`local::Barrier`], [`local::Notify`], [`local::Event`] | one thread: share them between the tasks of one scheduler through an `Rc` |
 //!
 //! The single-thread types are not `Send` (or hold no waiters across
 //! threads): their waiters are tasks of one scheduler, woken without any
@@ -51,15 +51,16 @@
 //!   channel kinds share, made single-thread or cross-thread by a flavor.
 //! - `chan`: the one channel core under both kinds of channel.
 //! - [`local`]: the single-thread channels, [`local::channel`] and
-//!   [`local::sync_channel`]; `oneshot`: [`oneshot`].
+//!   [`local::sync_channel`], and the single-thread primitives below;
+//!   `oneshot`: [`oneshot`].
 //! - `error`: [`SendError`], [`TrySendError`], [`RecvError`],
 //!   [`TryRecvError`], [`RecvTimeoutError`].
 //! - [`mpsc`]: the cross-thread channels.
 //! - `select`: [`Select`].
-//! - `semaphore`: [`Semaphore`]; `mutex`: [`Mutex`] (a one-permit
-//!   semaphore around a `RefCell`).
-//! - `waitgroup`: [`WaitGroup`], [`Barrier`]; `notify`: [`Notify`],
-//!   [`Event`].
+//! - `semaphore`: [`local::Semaphore`]; `mutex`: [`local::Mutex`] (a
+//!   one-permit semaphore around a `RefCell`).
+//! - `waitgroup`: [`local::WaitGroup`], [`local::Barrier`]; `notify`:
+//!   [`local::Notify`], [`local::Event`].
 //!
 //! # Example
 //!
@@ -103,9 +104,5 @@ mod waitgroup;
 mod waitq;
 
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
-pub use mutex::{Mutex, MutexGuard};
-pub use notify::{Event, Notify};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
 pub use select::{Select, Selectable};
-pub use semaphore::{Semaphore, SemaphorePermit};
-pub use waitgroup::{Barrier, BarrierWaitResult, WaitGroup};

@@ -92,7 +92,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          `make(chan uint64, 64)`.\n\
          - **mutex hand-over**: two tasks each loop: take the lock, yield while \
          holding it (so the other task queues on it), release it, which hands it to the \
-         queued task; per hand-over (the yield is included). yieldloop `sync::Mutex`, \
+         queued task; per hand-over (the yield is included). yieldloop `sync::local::Mutex`, \
          tokio `sync::Mutex`, may `sync::Mutex`, Go `sync.Mutex` with \
          `runtime.Gosched` (which lets the running goroutine take a just-released lock \
          ahead of the queued one, so not every op there is a hand-over).\n\
