@@ -235,7 +235,7 @@ impl Signal {
             st.sleeper = Sleeper::Task(token, remote.clone());
         }
         // Nothing may pause between leaving the token and parking.
-        let answer = pause.park(token);
+        let answer = pause.park(token, None);
         drop(remote);
         let mut st = self.lock();
         st.sleeper = Sleeper::Nobody;

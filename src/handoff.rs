@@ -199,7 +199,7 @@ impl<T> Handoff<T> {
             // Nothing may pause between leaving the unparker and parking.
             let answer = {
                 let _forget = ForgetWaiter(self);
-                pause.park(token)
+                pause.park(token, None)
             };
             drop(remote);
             if let Resume::Cancelled = answer {

@@ -12,6 +12,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::handoff::{Completer, Handoff, RemoteJoinError};
 use crate::park::{Pause, RemoteUnparker};
@@ -58,7 +59,7 @@ impl ModelTask {
 
     /// Waits, as the scheduler would, until `pause` is unparked.
     pub fn park(&mut self, pause: ModelPause) {
-        Pause::park(self, pause.0);
+        Pause::park(self, pause.0, None);
     }
 }
 
@@ -76,7 +77,9 @@ impl Pause for ModelTask {
         (token, RemoteUnparker::model(wait, self.queue.clone()))
     }
 
-    fn park(&mut self, token: ParkToken) -> Resume {
+    /// A model has no clock: the deadline is not kept, and the pause ends
+    /// only when unparked.
+    fn park(&mut self, token: ParkToken, _deadline: Option<Instant>) -> Resume {
         loop {
             self.queue.drain(&mut self.seen);
             if let Some(i) = self.seen.iter().position(|w| *w == token.wait) {
@@ -152,4 +155,25 @@ impl<T> HandoffProducer<T> {
 /// `block_on` as it runs inside a task, with `task` as the task.
 pub fn block_on_task<F: Future>(future: F, task: &mut ModelTask) -> F::Output {
     crate::bridge::drive(future, Some(task))
+}
+
+/// `watch::Receiver::changed` as it runs inside a task (`false`: closed).
+pub fn watch_changed_task<T>(
+    rx: &mut crate::sync::watch::Receiver<T>,
+    task: &mut ModelTask,
+) -> bool {
+    rx.changed_with(task).is_ok()
+}
+
+/// `broadcast::Receiver::recv` as it runs inside a task.
+///
+/// # Errors
+///
+/// As for `recv`, with [`TryRecvError::Closed`](crate::sync::broadcast::TryRecvError::Closed)
+/// for `Closed`.
+pub fn broadcast_recv_task<T: Clone>(
+    rx: &mut crate::sync::broadcast::Receiver<T>,
+    task: &mut ModelTask,
+) -> Result<T, crate::sync::broadcast::TryRecvError> {
+    rx.recv_with(task)
 }

@@ -196,9 +196,10 @@ pub(crate) trait Pause {
     /// thread.
     fn prepare(&mut self) -> (ParkToken, RemoteUnparker);
 
-    /// Pauses until `token` is unparked. [`Resume::Cancelled`] says the
-    /// caller cannot pause (it is unwinding).
-    fn park(&mut self, token: ParkToken) -> Resume;
+    /// Pauses until `token` is unparked or `deadline` passes.
+    /// [`Resume::Cancelled`] says the caller cannot pause (it is
+    /// unwinding).
+    fn park(&mut self, token: ParkToken, deadline: Option<Instant>) -> Resume;
 }
 
 /// The calling task's pauses: [`park_token`] and [`park`].
@@ -210,7 +211,7 @@ impl Pause for InTask {
         (token, token.remote())
     }
 
-    fn park(&mut self, token: ParkToken) -> Resume {
-        park(token, None)
+    fn park(&mut self, token: ParkToken, deadline: Option<Instant>) -> Resume {
+        park(token, deadline)
     }
 }

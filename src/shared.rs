@@ -21,6 +21,8 @@ pub(crate) mod thread {
     #[cfg(not(loom))]
     pub(crate) use std::thread::park;
     #[cfg(not(loom))]
+    pub(crate) use std::thread::park_timeout;
+    #[cfg(not(loom))]
     pub(crate) use std::thread::Thread;
 
     #[cfg(loom)]
@@ -29,6 +31,13 @@ pub(crate) mod thread {
     pub(crate) use loom::thread::park;
     #[cfg(loom)]
     pub(crate) use loom::thread::Thread;
+
+    /// A model has no clock: a timed park returns at once, as a spurious
+    /// wake-up may, and the caller looks at its deadline again.
+    #[cfg(loom)]
+    pub(crate) fn park_timeout(_: std::time::Duration) {
+        loom::thread::yield_now();
+    }
 }
 
 /// Atomic integers and flags, and the fences between them.

@@ -18,6 +18,7 @@
 //! | [`local::channel`], [`local::sync_channel`], [`oneshot`] | one thread (`Rc`/`RefCell`, no locks) |
 //! | [`mpsc::channel`], [`mpsc::sync_channel`] | any: tasks on several schedulers, and plain threads |
 //! | [`Select`] | one thread; waits on channels of both kinds |
+//! | [`watch::channel`] (the latest value), [`broadcast::channel`] (every value to every receiver) | any: tasks on several schedulers, and plain threads |
 //! | [`local::Mutex`], [`local::Semaphore`], [`local::WaitGroup`], [`local::Barrier`], [`local::Notify`], [`local::Event`] | one thread: share them between the tasks of one scheduler through an `Rc` |
 //!
 //! The single-thread types are not `Send` (or hold no waiters across
@@ -56,6 +57,10 @@
 //! - `error`: [`SendError`], [`TrySendError`], [`RecvError`],
 //!   [`TryRecvError`], [`RecvTimeoutError`].
 //! - [`mpsc`]: the cross-thread channels.
+//! - [`watch`], [`broadcast`]: the cross-thread channels of the latest
+//!   value and of every value to every receiver; `xwait`: their wait list,
+//!   whose waiters (tasks of any scheduler, plain threads) wake all at
+//!   once.
 //! - `select`: [`Select`].
 //! - `semaphore`: [`local::Semaphore`]; `mutex`: [`local::Mutex`] (a
 //!   one-permit semaphore around a `RefCell`).
@@ -91,6 +96,7 @@
 //! });
 //! ```
 
+pub mod broadcast;
 mod chan;
 mod error;
 pub mod local;
@@ -102,6 +108,8 @@ mod select;
 mod semaphore;
 mod waitgroup;
 mod waitq;
+pub mod watch;
+mod xwait;
 
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
