@@ -192,7 +192,7 @@ pub use handoff::RemoteJoinError;
 #[cfg(feature = "tokio")]
 pub use on_tokio::{on_tokio, tokio_handle, tokio_runtime};
 pub use protocol::TaskId;
-pub use runtime::{Runtime, RuntimeBuilder, WorkerHandle};
+pub use runtime::{Runtime, RuntimeBuilder, SpawnHandle, WorkerHandle};
 pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
