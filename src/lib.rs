@@ -197,7 +197,10 @@ pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 pub use task_local::{AccessError, LocalKey};
-pub use time::{sleep, sleep_future, sleep_until, sleep_until_future, yield_now, Sleep};
+pub use time::{
+    interval, interval_at, sleep, sleep_future, sleep_until, sleep_until_future, yield_now,
+    Interval, MissedTickBehavior, Sleep,
+};
 pub use timeout::{timeout, timeout_at, Elapsed};
 
 /// Runs `f` as the main task of a new scheduler on this thread, drives the
