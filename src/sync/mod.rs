@@ -17,7 +17,7 @@
 //! |---|---|
 //! | [`local::channel`], [`local::sync_channel`], [`oneshot`] | one thread (`Rc`/`RefCell`, no locks) |
 //! | [`mpsc::channel`], [`mpsc::sync_channel`] | any: tasks on several schedulers, and plain threads |
-//! | [`Select`] | one thread; waits on channels of both kinds |
+//! | [`Select`] | one thread; receives from and sends to channels of both kinds |
 //! | [`watch::channel`] (the latest value), [`broadcast::channel`] (every value to every receiver) | any: tasks on several schedulers, and plain threads |
 //! | [`local::Mutex`], [`local::Semaphore`], [`local::WaitGroup`], [`local::Barrier`], [`local::Notify`], [`local::Event`] | one thread: share them between the tasks of one scheduler through an `Rc` |
 //!
@@ -113,4 +113,4 @@ mod xwait;
 
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
-pub use select::{Select, Selectable};
+pub use select::{Select, Selectable, SelectableSender};

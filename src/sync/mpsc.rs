@@ -235,11 +235,14 @@ impl Flavor for CrossThread {
         }
         // A plain thread sleeps on the condvar until a sender picks it.
         let fired = Arc::new(AtomicBool::new(false));
-        let reg = st.register((
-            TaskOrThread::thread(fired.clone()),
-            Fired::Shared(fired),
-            None,
-        ));
+        let reg = st.register(
+            (
+                TaskOrThread::thread(fired.clone()),
+                Fired::Shared(fired),
+                None,
+            ),
+            &chan.flavor,
+        );
         let cv = &chan.flavor.recv_cv;
         while !reg.fired.shared_get() {
             st = match deadline {
