@@ -6,10 +6,12 @@
 //	gobench sleepers --n N
 //	gobench echo --addr 127.0.0.1:PORT
 //	gobench handover --bench pingpong|bounded|mutex|yield|spawn|scope|blockon [--ops N]
+//	gobench fanout --bench broadcast|skewed [--n N] [--receivers R] [--seed S]
 //
 // Everything runs with one P (GOMAXPROCS=1), for parity with the other
 // runtimes' single scheduler thread: bench/run.sh sets the environment
-// variable, and main sets it again in case the binary is run by hand.
+// variable, and main sets it again in case the binary is run by hand. The
+// fan-outs, measured on two workers, run with two Ps.
 // Standard library only.
 package main
 
@@ -33,6 +35,8 @@ func main() {
 		echoMain(args)
 	case "handover":
 		handoverMain(args)
+	case "fanout":
+		fanoutMain(args)
 	default:
 		usage()
 	}
@@ -41,7 +45,8 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: gobench sleepers --n N\n"+
 		"       gobench echo --addr HOST:PORT\n"+
-		"       gobench handover --bench B [--ops N]")
+		"       gobench handover --bench B [--ops N]\n"+
+		"       gobench fanout --bench broadcast|skewed [--n N] [--receivers R] [--seed S]")
 	os.Exit(2)
 }
 
