@@ -3,7 +3,8 @@
 # examples (release), measures what the first touch of memory costs on this
 # machine, runs the benchmarks (hand-over micro-benchmarks, timer lateness,
 # sleepers, echo servers, HTTP servers, thread-per-core scaling, the Redis-backed
-# example service, database round trips and a ticker beside database waits),
+# example service, database round trips and a ticker beside database waits,
+# fan-outs over two workers),
 # and writes docs/benchmarks.md
 # and docs/src/img/sleepers.svg from the raw results in bench/results/.
 #
@@ -34,6 +35,11 @@
 #                   looking for cold memory (and at most half of MemAvailable)
 #   FIRSTTOUCH_SETTLE [5]  seconds it waits before that
 #   HANDOVER_REPS [5]      runs per hand-over cell
+#   FANOUT_REPS [3]        runs per fan-out cell (broadcast, skewed; two workers)
+#   FANOUT_VALUES [100000] values the broadcast fan-out sends
+#   FANOUT_RECEIVERS [1000] receivers of the broadcast fan-out
+#   FANOUT_TASKS [10000]   tasks of the skewed fan-out
+#   FANOUT_TIMEOUT [120]   seconds before a fan-out run is killed and marked failed
 #   HANDOVER_TIMEOUT [60]  seconds before a hand-over run is killed and marked failed
 #   LATENESS_REPS [5]      runs per timer-lateness cell (per runtime and variant)
 #   LATENESS_TASKS [1000]  sleeping tasks per timer-lateness run
@@ -59,11 +65,12 @@
 #                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
 #                   (apt-get install redis-server), else the stage is skipped
-#   STAGES ["handover lateness sleepers echo syscalls http scaling service db"]  the stages
+#   STAGES ["handover lateness sleepers echo syscalls http scaling service db fanout"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
 #                   echo and syscalls stages, e.g. "yieldloop floor go"; names:
-#                   yieldloop tokio may mio go threads floor asyncio
+#                   yieldloop tokio may mio go threads floor asyncio (and
+#                   yieldloop-rr, the fan-out stage's round-robin placement)
 #   OUT_MD [docs/benchmarks.md]  where the report goes (relative to the root)
 #   OUT_SVG [docs/src/img/sleepers.svg]  where the sleepers plot goes
 #
@@ -110,7 +117,12 @@ DB_WAIT_MS=${DB_WAIT_MS:-200}
 DB_TIMEOUT=${DB_TIMEOUT:-120}
 DB_TOKIO_WORKERS=${DB_TOKIO_WORKERS:-}
 SERVICE_REPS=${SERVICE_REPS:-3}
-STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling service db}
+STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling service db fanout}
+FANOUT_REPS=${FANOUT_REPS:-3}
+FANOUT_VALUES=${FANOUT_VALUES:-100000}
+FANOUT_RECEIVERS=${FANOUT_RECEIVERS:-1000}
+FANOUT_TASKS=${FANOUT_TASKS:-10000}
+FANOUT_TIMEOUT=${FANOUT_TIMEOUT:-120}
 RUNTIMES=${RUNTIMES:-all}
 OUT_MD=${OUT_MD:-docs/benchmarks.md}
 OUT_SVG=${OUT_SVG:-docs/src/img/sleepers.svg}
@@ -171,7 +183,10 @@ bench_cmd() {
     case $2/$1 in
         sleepers/asyncio) CMD=("$PY" "$BENCH/py/sleepers.py") ;;
         sleepers/floor) CMD=("$BIN/sleepers_floor") ;;
+        # The fan-outs measure two workers: two Ps.
+        fanout/go) CMD=(env GOMAXPROCS=2 "$GO_BIN" fanout) ;;
         */go) CMD=(env GOMAXPROCS=1 "$GO_BIN" "$2") ;;
+        fanout/*) CMD=("$BIN/fanout" --runtime "$1") ;;
         sleepers/*) CMD=("$BIN/sleepers" --runtime "$1") ;;
         handover/*) CMD=("$BIN/handover" --runtime "$1") ;;
         echo/*) CMD=("$BIN/echo_$1") ;;
@@ -182,7 +197,7 @@ BUILD_S=$(elapsed)
 case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
 case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
 mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
-rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/fanout.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -257,6 +272,10 @@ fi
     echo "lateness_max_ms=$LATENESS_MAX_MS"
     echo "lateness_timeout=$LATENESS_TIMEOUT"
     echo "lateness_rt=$LATENESS_RT"
+    echo "fanout_reps=$FANOUT_REPS"
+    echo "fanout_values=$FANOUT_VALUES"
+    echo "fanout_receivers=$FANOUT_RECEIVERS"
+    echo "fanout_tasks=$FANOUT_TASKS"
     echo "http_reps=$HTTP_REPS"
     echo "http_secs=$HTTP_SECS"
     echo "http_warmup=$HTTP_WARMUP"
@@ -354,6 +373,11 @@ timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --
 timeout ${DB_TIMEOUT} [chrt -f 50] bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|on_tokio_mt|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
 EOF
 cat >>"$RES/commands.txt" <<EOF
+# fan-outs over two workers: broadcast (values to receivers) and skewed (Pareto CPU costs, seed 21)
+timeout ${FANOUT_TIMEOUT} bench/target/release/fanout --runtime {yieldloop|tokio} --bench broadcast --n ${FANOUT_VALUES} --receivers ${FANOUT_RECEIVERS}
+timeout ${FANOUT_TIMEOUT} bench/target/release/fanout --runtime {yieldloop|yieldloop-rr|tokio} --bench skewed --n ${FANOUT_TASKS}
+EOF
+cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
 bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} bench/target/release/sleepers_floor --n N
 EOF
@@ -362,6 +386,7 @@ if [ -n "$GO_RUNS" ]; then
 # Go ($GO_VERSION): one binary, built in bench/go; GOMAXPROCS=1 throughout
 (cd bench/go && GOPROXY=off go build -o ../target/go/gobench .)
 timeout ${HANDOVER_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench handover --bench {pingpong|bounded|mutex|yield|spawn|scope|blockon}
+timeout ${FANOUT_TIMEOUT} env GOMAXPROCS=2 bench/target/go/gobench fanout --bench {broadcast --n ${FANOUT_VALUES} --receivers ${FANOUT_RECEIVERS}|skewed --n ${FANOUT_TASKS}}
 bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench sleepers --n N
 ${PIN_SERVER:+$PIN_SERVER }env GOMAXPROCS=1 bench/target/go/gobench echo --addr 127.0.0.1:PORT &   # driven by loadgen as above
 EOF
@@ -1030,6 +1055,56 @@ if want db; then
     exec {dbfd}>&-
     wait "$dbpid" 2>/dev/null
     rm -rf "$dbdir"
+    rm -f "$RES/cell.out" "$RES/cell.err"
+fi
+
+# ---------------------------------------------------------------- fan-out
+# One measurement of runtime $1 in fan-out $2 (broadcast or skewed); appends
+# a result line (ok=1) or a failure line (ok=0).
+fanout_cell() {
+    local rt=$1 b=$2 rep=$3 out err rc reason line size
+    out=$RES/cell.out
+    err=$RES/cell.err
+    bench_cmd "$rt" fanout
+    if [ "$b" = broadcast ]; then
+        size=(--n "$FANOUT_VALUES" --receivers "$FANOUT_RECEIVERS")
+    else
+        size=(--n "$FANOUT_TASKS")
+    fi
+    timeout "$FANOUT_TIMEOUT" "${CMD[@]}" --bench "$b" "${size[@]}" >"$out" 2>"$err"
+    rc=$?
+    line=$(grep -m1 '^fanout ' "$out")
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+        echo "fanout rep=$rep ok=1 ${line#fanout }" >>"$RES/fanout.txt"
+        return 0
+    fi
+    case $rc in
+        124) reason="killed after ${FANOUT_TIMEOUT} s (timeout)" ;;
+        137) reason="killed by SIGKILL (out of memory?)" ;;
+        *) reason=$(grep -v '^note:' "$err" | grep -v 'without pausing' | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
+    esac
+    [ -n "$reason" ] || reason="exit status $rc"
+    cp "$err" "$RES/failed-fanout-$rt-$b.err"
+    echo "fanout rep=$rep ok=0 runtime=$rt bench=$b status=$rc reason=$reason" >>"$RES/fanout.txt"
+    return 1
+}
+
+if want fanout; then
+    skip=" "
+    for rep in $(seq 1 "$FANOUT_REPS"); do
+        log "fan-out run $rep/$FANOUT_REPS"
+        for b in broadcast skewed; do
+            if [ "$b" = broadcast ]; then
+                rts=$(pick yieldloop tokio $GO_RUNS)
+            else
+                rts=$(pick yieldloop yieldloop-rr tokio $GO_RUNS)
+            fi
+            for rt in $rts; do
+                case $skip in *" $rt/$b "*) continue ;; esac
+                fanout_cell "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+            done
+        done
+    done
     rm -f "$RES/cell.out" "$RES/cell.err"
 fi
 

@@ -63,7 +63,10 @@ fn usage() -> ! {
 }
 
 fn yl_runtime() -> yieldloop::Runtime {
-    yieldloop::Runtime::builder().workers(2).build().expect("runtime")
+    yieldloop::Runtime::builder()
+        .workers(2)
+        .build()
+        .expect("runtime")
 }
 
 fn tk_runtime() -> tokio::runtime::Runtime {
@@ -150,7 +153,9 @@ fn skewed(runtime: &str, costs: &[u64]) -> u64 {
         "yieldloop" => {
             let rt = yl_runtime();
             let hs: Vec<_> = costs.iter().map(|&c| rt.spawn(move || burn(c))).collect();
-            hs.into_iter().map(|h| h.join().unwrap()).fold(0, u64::wrapping_add)
+            hs.into_iter()
+                .map(|h| h.join().unwrap())
+                .fold(0, u64::wrapping_add)
         }
         "yieldloop-rr" => {
             let rt = yl_runtime();
@@ -159,7 +164,9 @@ fn skewed(runtime: &str, costs: &[u64]) -> u64 {
                 .enumerate()
                 .map(|(i, &c)| rt.spawn_on(i % 2, move || burn(c)))
                 .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).fold(0, u64::wrapping_add)
+            hs.into_iter()
+                .map(|h| h.join().unwrap())
+                .fold(0, u64::wrapping_add)
         }
         "tokio" => {
             let rt = tk_runtime();
@@ -183,7 +190,10 @@ fn main() {
     let (mut runtime, mut bench) = (String::new(), String::new());
     let (mut n, mut receivers, mut seed) = (None, 1000usize, 21u64);
     let mut args = std::env::args().skip(1);
-    let num = |v: Option<String>| v.and_then(|v| v.parse::<u64>().ok()).unwrap_or_else(|| usage());
+    let num = |v: Option<String>| {
+        v.and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or_else(|| usage())
+    };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--runtime" => runtime = args.next().unwrap_or_else(|| usage()),

@@ -33,12 +33,15 @@
 //!   `db kind=ticker variant=normal|rt rep=.. ok=1 db=.. route=.. tasks=.. ticks=.. max_gap_ms=.. max_gap_end_ms=.. p99_gap_ms=.. p50_gap_ms=.. wait_min_ms=.. wait_max_ms=..`,
 //!   `db kind=.. db=.. route=.. variant=.. rep=.. ok=0 status=.. reason=..`, or `db db=.. ok=0 skipped=1 reason=..`
 //!   when that server is missing.
+//! - `fanout.txt`: `fanout rep=.. ok=1 runtime=yieldloop|yieldloop-rr|tokio|go bench=broadcast|skewed n=.. receivers=.. wall_ms=..`
+//!   with `ns_per_delivery=..` (broadcast) or `serial_ms=..` (skewed), or
+//!   `fanout rep=.. ok=0 runtime=.. bench=.. status=.. reason=..`.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
 //!
 //! One module per section of the document (`machine`, `targets`, `peers`
 //! for Go and the stackful floor, `sleepers`, `echo`, `http`, `service`, `scaling`,
-//! `handover`, `lateness`, `db`, `commands`), `svg` for the plot and `data` for
+//! `handover`, `lateness`, `db`, `fanout`, `commands`), `svg` for the plot and `data` for
 //! the records and number formats they share; `markdown` puts the sections
 //! in order.
 
@@ -46,6 +49,7 @@ mod commands;
 mod data;
 mod db;
 mod echo;
+mod fanout;
 mod handover;
 mod http;
 mod lateness;
@@ -105,6 +109,7 @@ fn main() {
         lateness: read_recs(&a.results.join("lateness.txt")),
         syscalls: read_recs(&a.results.join("syscalls.txt")),
         db: read_recs(&a.results.join("db.txt")),
+        fanout: read_recs(&a.results.join("fanout.txt")),
     };
     sleepers::mark_cold(
         &mut recs.sleepers,
@@ -141,6 +146,7 @@ struct Results {
     pub lateness: Vec<Rec>,
     pub syscalls: Vec<Rec>,
     pub db: Vec<Rec>,
+    pub fanout: Vec<Rec>,
 }
 
 /// `target` relative to `dir` when it lies below it (for the image link).
@@ -194,6 +200,7 @@ fn markdown(
     handover::section(w, &recs.handover, &|k| m(k).to_string());
     lateness::section(w, &recs.lateness, &|k| m(k).to_string());
     db::section(w, &recs.db, &|k| m(k).to_string());
+    fanout::section(w, &recs.fanout, &|k| m(k).to_string());
     commands::section(w, meta, commands);
     let _ = writeln!(w, "<!-- ANCHOR_END: after-plot -->");
     o
