@@ -172,15 +172,16 @@ impl Runtime {
     /// uneven cost.
     ///
     /// The job waits in a queue the workers share. Each worker's main task
-    /// takes one job from it per turn it gets, and a spawn wakes the
+    /// takes one job from it per turn it gets (a few while a long backlog
+    /// waits, the last ones singly), and a spawn wakes the
     /// least-loaded idle worker (by the live tasks and run-queue depth
     /// each publishes): so an idle worker takes the next job as soon as
     /// the one it started pauses or ends, and a worker whose run queue is
     /// long takes jobs rarely. Once started, the task never moves: like
     /// [`spawn_on`](Self::spawn_on)'s, it may use `Rc` and thread-locals.
     ///
-    /// The cost over `spawn_on`: one more lock (the shared queue) per job,
-    /// and jobs start one per turn of a worker's main task.
+    /// The cost over `spawn_on`: one more lock (the shared queue) per job
+    /// or batch, and jobs start a turn of a worker's main task at a time.
     ///
     /// # Examples
     ///

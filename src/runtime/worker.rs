@@ -99,7 +99,8 @@ impl Inbox {
 /// has started yet, and what the workers publish to be chosen by.
 ///
 /// A job is not given to a worker when it is spawned but taken by one when
-/// it starts: each worker's main task takes one job per turn it gets (so a
+/// it starts: each worker's main task takes one job per turn it gets (a
+/// few while a long backlog waits; see [`Pool::take`]) (so a
 /// worker busy with many runnable tasks takes jobs more slowly than an idle
 /// one, whose main task runs again as soon as the job it started pauses or
 /// ends). A spawn wakes the least-loaded of the workers whose main task is
@@ -158,9 +159,15 @@ impl Pool {
         }
     }
 
-    /// Takes the oldest job, if any.
-    fn take(&self) -> Option<Job> {
-        self.lock().jobs.pop_front()
+    /// Takes the oldest jobs into `out`: one, or while many wait a few
+    /// (an eighth of the backlog per worker, at most [`BATCH`]), so that a
+    /// long queue costs fewer turns; the last jobs go one at a time, which
+    /// is where balance matters.
+    fn take(&self, out: &mut Vec<Job>) {
+        let mut st = self.lock();
+        let n = (st.jobs.len() / (8 * self.loads.len())).clamp(1, BATCH);
+        let n = n.min(st.jobs.len());
+        out.extend(st.jobs.drain(..n));
     }
 
     /// Drops the jobs not started and refuses new ones.
@@ -175,6 +182,9 @@ impl Pool {
         drop(jobs);
     }
 }
+
+/// The most jobs a worker takes from the shared queue in one turn.
+const BATCH: usize = 8;
 
 /// Runs one job's closure as a task body and delivers its outcome.
 pub(super) fn run_job<F, T>(f: F, completer: Completer<T>)
@@ -195,7 +205,8 @@ where
 }
 
 /// A worker thread's main task: take jobs from the inbox, spawn a task for
-/// each; take one job of the shared pool per turn; park until more come;
+/// each; take a job (or a few) of the shared pool per turn; park until
+/// more come;
 /// return once the inbox is closed (which makes `run` cancel the tasks
 /// left).
 fn worker_main(index: usize, inbox: &Inbox, pool: &Pool, stack_size: usize) {
@@ -208,6 +219,7 @@ fn worker_main(index: usize, inbox: &Inbox, pool: &Pool, stack_size: usize) {
             eprintln!("yieldloop: runtime worker cannot start a task: {e}");
         }
     };
+    let mut taken = Vec::with_capacity(BATCH);
     loop {
         // This task itself is not counted.
         let load = crate::scheduler::with_scheduler("Runtime", |s| s.load()).saturating_sub(1);
@@ -221,9 +233,10 @@ fn worker_main(index: usize, inbox: &Inbox, pool: &Pool, stack_size: usize) {
         };
         let had_jobs = !jobs.is_empty();
         jobs.into_iter().for_each(start);
-        if let Some(job) = pool.take() {
-            start(job);
-            // The job runs before this task's next turn: one job per turn.
+        pool.take(&mut taken);
+        if !taken.is_empty() {
+            taken.drain(..).for_each(start);
+            // The jobs run before this task's next turn.
             crate::time::yield_now();
             continue;
         }
