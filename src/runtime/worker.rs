@@ -206,9 +206,8 @@ where
 
 /// A worker thread's main task: take jobs from the inbox, spawn a task for
 /// each; take a job (or a few) of the shared pool per turn; park until
-/// more come;
-/// return once the inbox is closed (which makes `run` cancel the tasks
-/// left).
+/// more come; return once the inbox is closed (which makes `run` cancel
+/// the tasks left).
 fn worker_main(index: usize, inbox: &Inbox, pool: &Pool, stack_size: usize) {
     let start = |job: Job| {
         // Without a stack the job is dropped, which tells its handle.
