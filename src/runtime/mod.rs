@@ -211,7 +211,13 @@ impl Runtime {
             run_job(f, completer);
         });
         self.pool.push(job);
-        SpawnHandle { slot, placed }
+        SpawnHandle {
+            handle: WorkerHandle {
+                slot,
+                worker: NOT_PLACED,
+            },
+            placed,
+        }
     }
 
     /// Runs `f(worker)` on every worker, one task each, and returns the
@@ -516,7 +522,9 @@ const NOT_PLACED: usize = usize::MAX;
 /// pauses) or from a plain thread (the thread blocks), or `.await` it.
 /// Dropping it detaches the task.
 pub struct SpawnHandle<T> {
-    slot: Arc<Handoff<T>>,
+    /// The hand-off the value comes through; its worker is not known when
+    /// it is made.
+    handle: WorkerHandle<T>,
     /// The worker that started the task, or [`NOT_PLACED`].
     placed: Arc<AtomicUsize>,
 }
@@ -539,18 +547,18 @@ impl<T> SpawnHandle<T> {
     /// True once the task has returned, panicked or been cancelled. Never
     /// pauses.
     pub fn is_finished(&self) -> bool {
-        self.slot.is_done()
+        self.handle.is_finished()
     }
 
-    /// Waits for the task's value. Inside a task this pauses only the task;
-    /// outside any task it blocks the thread.
+    /// Waits for the task's value, as [`WorkerHandle::join`] does: inside a
+    /// task this pauses only the task; outside any task it blocks the
+    /// thread.
     ///
     /// # Errors
     ///
-    /// A [`RemoteJoinError`] carrying the payload if the task panicked, or
-    /// a cancellation if the runtime shut down before the task finished.
+    /// As for [`WorkerHandle::join`].
     pub fn join(self) -> Result<T, RemoteJoinError> {
-        self.slot.wait()
+        self.handle.join()
     }
 }
 
@@ -564,9 +572,9 @@ impl<T> std::future::Future for SpawnHandle<T> {
     type Output = Result<T, RemoteJoinError>;
 
     fn poll(
-        self: std::pin::Pin<&mut Self>,
+        mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
-        self.slot.poll(cx)
+        std::pin::Pin::new(&mut self.handle).poll(cx)
     }
 }

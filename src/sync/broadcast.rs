@@ -51,8 +51,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::error::SendError;
-use super::xwait::{wait_until, NotReady, WaitList};
-use crate::shared::{Mutex, MutexGuard};
+use super::xwait::{Channel, Counted, NotReady};
 
 /// Why a receive got no value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,9 +97,8 @@ impl fmt::Display for TryRecvError {
 
 impl Error for TryRecvError {}
 
-struct Shared<T> {
-    state: Mutex<State<T>>,
-}
+/// What the handles share. Values are dropped outside its lock.
+type Shared<T> = Channel<State<T>>;
 
 struct State<T> {
     /// The values kept, oldest first; the first has number `head`.
@@ -108,23 +106,12 @@ struct State<T> {
     cap: usize,
     /// The number of the oldest value kept.
     head: u64,
-    senders: usize,
-    receivers: usize,
-    waiters: WaitList,
 }
 
 impl<T> State<T> {
     /// The number the next value sent will get.
     fn tail(&self) -> u64 {
         self.head + self.buf.len() as u64
-    }
-}
-
-impl<T> Shared<T> {
-    fn lock(&self) -> MutexGuard<'_, State<T>> {
-        // Values are dropped outside the lock, and nothing else in it
-        // panics: a poisoned lock still holds a consistent state.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -155,16 +142,11 @@ pub fn channel<T: Clone>(capacity: usize) -> (Sender<T>, Receiver<T>) {
         capacity > 0,
         "yieldloop: a broadcast channel needs capacity"
     );
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State {
-            buf: VecDeque::with_capacity(capacity),
-            cap: capacity,
-            head: 0,
-            senders: 1,
-            receivers: 1,
-            waiters: WaitList::default(),
-        }),
-    });
+    let shared = Arc::new(Channel::new(State {
+        buf: VecDeque::with_capacity(capacity),
+        cap: capacity,
+        head: 0,
+    }));
     (
         Sender {
             shared: shared.clone(),
@@ -217,8 +199,7 @@ impl<T> Sender<T> {
 
     /// A new receiver, which receives the values sent from now on.
     pub fn subscribe(&self) -> Receiver<T> {
-        let mut st = self.shared.lock();
-        st.receivers += 1;
+        let st = self.shared.add_receiver();
         Receiver {
             shared: self.shared.clone(),
             next: st.tail(),
@@ -233,7 +214,7 @@ impl<T> Sender<T> {
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
-        self.shared.lock().senders += 1;
+        self.shared.add_sender();
         Sender {
             shared: self.shared.clone(),
         }
@@ -244,14 +225,7 @@ impl<T> Drop for Sender<T> {
     /// The last sender closes the channel: waiting receivers wake, take
     /// what is left, then learn it is over.
     fn drop(&mut self) {
-        let wake = {
-            let mut st = self.shared.lock();
-            st.senders -= 1;
-            (st.senders == 0).then(|| st.waiters.take_all())
-        };
-        if let Some(w) = wake {
-            w.wake();
-        }
+        self.shared.drop_sender();
     }
 }
 
@@ -310,17 +284,12 @@ impl<T: Clone> Receiver<T> {
     /// As for [`try_recv`](Self::try_recv).
     pub fn recv_deadline(&mut self, deadline: Option<Instant>) -> Result<T, TryRecvError> {
         let next = &mut self.next;
-        let r = wait_until(
-            &self.shared.state,
-            |st| &mut st.waiters,
-            |st| Self::take(st, next),
-            deadline,
-        );
+        let r = self.shared.wait(|st| Self::take(st, next), deadline);
         Self::finish(r)
     }
 
     /// What a receiver finds under the lock: `Some` once it can stop.
-    fn take(st: &mut State<T>, next: &mut u64) -> Option<Result<T, TryRecvError>> {
+    fn take(st: &mut Counted<State<T>>, next: &mut u64) -> Option<Result<T, TryRecvError>> {
         if *next < st.head {
             let missed = st.head - *next;
             *next = st.head;
@@ -351,13 +320,7 @@ impl<T: Clone> Receiver<T> {
         pause: &mut impl crate::park::Pause,
     ) -> Result<T, TryRecvError> {
         let next = &mut self.next;
-        let r = super::xwait::wait_in_task(
-            &self.shared.state,
-            |st| &mut st.waiters,
-            |st| Self::take(st, next),
-            None,
-            pause,
-        );
+        let r = self.shared.wait_with(|st| Self::take(st, next), pause);
         Self::finish(r)
     }
 }
@@ -366,8 +329,7 @@ impl<T> Receiver<T> {
     /// A new receiver of the same channel, which receives the values sent
     /// from now on (not those this one has yet to receive).
     pub fn resubscribe(&self) -> Receiver<T> {
-        let mut st = self.shared.lock();
-        st.receivers += 1;
+        let st = self.shared.add_receiver();
         Receiver {
             shared: self.shared.clone(),
             next: st.tail(),
@@ -389,7 +351,7 @@ impl<T> Receiver<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        self.shared.lock().receivers -= 1;
+        self.shared.drop_receiver();
     }
 }
 

@@ -45,31 +45,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::error::{RecvError, RecvTimeoutError, SendError};
-use super::xwait::{wait_until, NotReady, WaitList};
-use crate::shared::{Mutex, MutexGuard};
+use super::xwait::{Channel, Counted, NotReady};
+use crate::shared::MutexGuard;
 
-/// What the handles share.
-struct Shared<T> {
-    state: Mutex<State<T>>,
-}
+/// What the handles share. Values are dropped outside its lock.
+type Shared<T> = Channel<State<T>>;
 
 struct State<T> {
     value: T,
     /// Counts sends; a receiver has seen up to the version it remembers.
     version: u64,
-    /// Live senders; none left closes the channel.
-    senders: usize,
-    /// Live receivers; none left makes [`Sender::send`] fail.
-    receivers: usize,
-    waiters: WaitList,
-}
-
-impl<T> Shared<T> {
-    fn lock(&self) -> MutexGuard<'_, State<T>> {
-        // Values are dropped outside the lock, and nothing else in it
-        // panics: a poisoned lock still holds a consistent state.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 /// Creates a watch channel holding `init`; the receiver counts it as seen.
@@ -83,15 +68,10 @@ impl<T> Shared<T> {
 /// assert!(rx.has_changed().unwrap());
 /// ```
 pub fn channel<T>(init: T) -> (Sender<T>, Receiver<T>) {
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State {
-            value: init,
-            version: 0,
-            senders: 1,
-            receivers: 1,
-            waiters: WaitList::default(),
-        }),
-    });
+    let shared = Arc::new(Channel::new(State {
+        value: init,
+        version: 0,
+    }));
     (
         Sender {
             shared: shared.clone(),
@@ -116,7 +96,7 @@ pub struct Receiver<T> {
 /// A look at the current value, holding the channel's lock: keep it short
 /// and never across a pause (a sender waits for it meanwhile).
 pub struct Ref<'a, T> {
-    guard: MutexGuard<'a, State<T>>,
+    guard: MutexGuard<'a, Counted<State<T>>>,
 }
 
 impl<T> Deref for Ref<'_, T> {
@@ -194,8 +174,7 @@ impl<T> Sender<T> {
     /// assert!(!rx.has_changed().unwrap());
     /// ```
     pub fn subscribe(&self) -> Receiver<T> {
-        let mut st = self.shared.lock();
-        st.receivers += 1;
+        let st = self.shared.add_receiver();
         Receiver {
             shared: self.shared.clone(),
             seen: st.version,
@@ -215,7 +194,7 @@ impl<T> Sender<T> {
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
-        self.shared.lock().senders += 1;
+        self.shared.add_sender();
         Sender {
             shared: self.shared.clone(),
         }
@@ -226,14 +205,7 @@ impl<T> Drop for Sender<T> {
     /// The last sender closes the channel: waiting receivers wake and
     /// learn it.
     fn drop(&mut self) {
-        let wake = {
-            let mut st = self.shared.lock();
-            st.senders -= 1;
-            (st.senders == 0).then(|| st.waiters.take_all())
-        };
-        if let Some(w) = wake {
-            w.wake();
-        }
+        self.shared.drop_sender();
     }
 }
 
@@ -333,17 +305,12 @@ impl<T> Receiver<T> {
     /// As for [`changed_timeout`](Self::changed_timeout).
     pub fn changed_deadline(&mut self, deadline: Option<Instant>) -> Result<(), RecvTimeoutError> {
         let seen = self.seen;
-        let r = wait_until(
-            &self.shared.state,
-            |st| &mut st.waiters,
-            |st| Self::look(st, seen),
-            deadline,
-        );
+        let r = self.shared.wait(|st| Self::look(st, seen), deadline);
         self.finish(r)
     }
 
     /// What a waiter finds under the lock: `Some` once it can stop.
-    fn look(st: &mut State<T>, seen: u64) -> Option<Result<u64, RecvError>> {
+    fn look(st: &mut Counted<State<T>>, seen: u64) -> Option<Result<u64, RecvError>> {
         if st.version != seen {
             Some(Ok(st.version))
         } else if st.senders == 0 {
@@ -374,20 +341,14 @@ impl<T> Receiver<T> {
         pause: &mut impl crate::park::Pause,
     ) -> Result<(), RecvError> {
         let seen = self.seen;
-        let r = super::xwait::wait_in_task(
-            &self.shared.state,
-            |st| &mut st.waiters,
-            |st| Self::look(st, seen),
-            None,
-            pause,
-        );
+        let r = self.shared.wait_with(|st| Self::look(st, seen), pause);
         self.finish(r).map_err(|_| RecvError)
     }
 }
 
 impl<T> Clone for Receiver<T> {
     fn clone(&self) -> Self {
-        self.shared.lock().receivers += 1;
+        drop(self.shared.add_receiver());
         Receiver {
             shared: self.shared.clone(),
             seen: self.seen,
@@ -397,7 +358,7 @@ impl<T> Clone for Receiver<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        self.shared.lock().receivers -= 1;
+        self.shared.drop_receiver();
     }
 }
 

@@ -198,3 +198,101 @@ fn wait_blocking<S, R>(
         }
     }
 }
+
+/// The shared part of a wake-all channel (`watch`, `broadcast`): its own
+/// state `S`, the counts of its handles and its wait list, behind one lock.
+pub(crate) struct Channel<S> {
+    state: Mutex<Counted<S>>,
+}
+
+/// A wake-all channel's state with what every such channel keeps; it
+/// dereferences to the channel's own state.
+pub(crate) struct Counted<S> {
+    inner: S,
+    /// Live senders; none left closes the channel.
+    pub(crate) senders: usize,
+    /// Live receivers.
+    pub(crate) receivers: usize,
+    pub(crate) waiters: WaitList,
+}
+
+impl<S> std::ops::Deref for Counted<S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S> std::ops::DerefMut for Counted<S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+}
+
+impl<S> Channel<S> {
+    /// A channel with one sender and one receiver.
+    pub(crate) fn new(inner: S) -> Channel<S> {
+        Channel {
+            state: Mutex::new(Counted {
+                inner,
+                senders: 1,
+                receivers: 1,
+                waiters: WaitList::default(),
+            }),
+        }
+    }
+
+    /// Takes the lock.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Counted<S>> {
+        lock(&self.state)
+    }
+
+    /// A sender handle was cloned.
+    pub(crate) fn add_sender(&self) {
+        self.lock().senders += 1;
+    }
+
+    /// A sender handle is gone; the last one wakes every waiter, to learn
+    /// that the channel is closed.
+    pub(crate) fn drop_sender(&self) {
+        let wake = {
+            let mut st = self.lock();
+            st.senders -= 1;
+            (st.senders == 0).then(|| st.waiters.take_all())
+        };
+        if let Some(w) = wake {
+            w.wake();
+        }
+    }
+
+    /// A receiver handle is made; returns the lock, held, for its start.
+    pub(crate) fn add_receiver(&self) -> MutexGuard<'_, Counted<S>> {
+        let mut st = self.lock();
+        st.receivers += 1;
+        st
+    }
+
+    /// A receiver handle is gone.
+    pub(crate) fn drop_receiver(&self) {
+        self.lock().receivers -= 1;
+    }
+
+    /// See [`wait_until`].
+    pub(crate) fn wait<R>(
+        &self,
+        ready: impl FnMut(&mut Counted<S>) -> Option<R>,
+        deadline: Option<Instant>,
+    ) -> Result<R, NotReady> {
+        wait_until(&self.state, |st| &mut st.waiters, ready, deadline)
+    }
+
+    /// [`wait`](Self::wait) in a task, pausing through `pause`.
+    #[cfg(loom)]
+    pub(crate) fn wait_with<R>(
+        &self,
+        ready: impl FnMut(&mut Counted<S>) -> Option<R>,
+        pause: &mut impl Pause,
+    ) -> Result<R, NotReady> {
+        wait_in_task(&self.state, |st| &mut st.waiters, ready, None, pause)
+    }
+}

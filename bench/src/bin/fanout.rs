@@ -76,6 +76,15 @@ fn tk_runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// Waits until every receiver is ready, then sends `n` values through
+/// `send`: the sender's side of both broadcast fan-outs.
+fn feed(ready: &std::sync::mpsc::Receiver<()>, receivers: usize, n: u64, send: impl Fn(u64)) {
+    for _ in 0..receivers {
+        ready.recv().unwrap();
+    }
+    (0..n).for_each(send);
+}
+
 fn broadcast_yieldloop(n: u64, receivers: usize) -> Vec<u64> {
     use yieldloop::sync::broadcast;
     let rt = yl_runtime();
@@ -99,12 +108,9 @@ fn broadcast_yieldloop(n: u64, receivers: usize) -> Vec<u64> {
         })
         .collect();
     drop(rx);
-    for _ in 0..receivers {
-        ready_rx.recv().unwrap();
-    }
-    for v in 0..n {
+    feed(&ready_rx, receivers, n, |v| {
         tx.send(v).unwrap();
-    }
+    });
     drop(tx);
     handles.into_iter().map(|h| h.join().unwrap()).collect()
 }
@@ -132,12 +138,9 @@ fn broadcast_tokio(n: u64, receivers: usize) -> Vec<u64> {
         })
         .collect();
     drop(rx);
-    for _ in 0..receivers {
-        ready_rx.recv().unwrap();
-    }
-    for v in 0..n {
+    feed(&ready_rx, receivers, n, |v| {
         tx.send(v).unwrap();
-    }
+    });
     drop(tx);
     rt.block_on(async {
         let mut sums = Vec::new();
