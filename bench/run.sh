@@ -147,6 +147,18 @@ pick() {
 }
 elapsed() { awk -v s="$START" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
 log() { printf '[%6ss] %s\n' "$(elapsed)" "$*" >&2; }
+# Why a benchmark process failed: exit status $1, its stderr in file $2, the
+# timeout it ran under $3 (s); "$4", if given, a pattern of stderr lines to
+# pass over (besides notes and blank lines).
+failure_reason() {
+    local reason
+    case $1 in
+        124) reason="killed after $3 s (timeout)" ;;
+        137) reason="killed by SIGKILL (out of memory?)" ;;
+        *) reason=$(grep -v '^note:' "$2" | grep -v "${4:-^ *$}" | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
+    esac
+    echo "${reason:-exit status $1}"
+}
 
 cd "$BENCH" || exit 1
 log "building (release)"
@@ -426,12 +438,7 @@ handover_cell() {
         case $line in *" na=1"*) return 1 ;; esac
         return 0
     fi
-    case $rc in
-        124) reason="killed after ${HANDOVER_TIMEOUT} s (timeout)" ;;
-        137) reason="killed by SIGKILL (out of memory?)" ;;
-        *) reason=$(grep -v '^note:' "$err" | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
-    esac
-    [ -n "$reason" ] || reason="exit status $rc"
+    reason=$(failure_reason "$rc" "$err" "$HANDOVER_TIMEOUT")
     cp "$err" "$RES/failed-handover-$rt-$b.err"
     echo "handover runtime=$rt bench=$b rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/handover.txt"
     return 1
@@ -469,12 +476,7 @@ lateness_cell() {
         echo "lateness variant=$variant rep=$rep ok=1 ${line#lateness }" >>"$RES/lateness.txt"
         return 0
     fi
-    case $rc in
-        124) reason="killed after ${LATENESS_TIMEOUT} s (timeout)" ;;
-        137) reason="killed by SIGKILL (out of memory?)" ;;
-        *) reason=$(grep -v '^note:' "$err" | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
-    esac
-    [ -n "$reason" ] || reason="exit status $rc"
+    reason=$(failure_reason "$rc" "$err" "$LATENESS_TIMEOUT")
     cp "$err" "$RES/failed-lateness-$rt-$variant.err"
     echo "lateness runtime=$rt variant=$variant rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/lateness.txt"
     return 1
@@ -513,12 +515,7 @@ sleepers_cell() {
         echo "$(grep -m1 '^sleepers ' "$out") $(cat "$RES/cell.ru" 2>/dev/null) rep=$rep order=$order ok=1" >>"$file"
         return 0
     fi
-    case $rc in
-        124) reason="killed after ${CELL_TIMEOUT} s (timeout)" ;;
-        137) reason="killed by SIGKILL (out of memory?)" ;;
-        *) reason=$(grep -v '^note:' "$err" | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
-    esac
-    [ -n "$reason" ] || reason="exit status $rc"
+    reason=$(failure_reason "$rc" "$err" "$CELL_TIMEOUT")
     cp "$err" "$RES/failed-$rt-$n.err"
     echo "sleepers runtime=$rt n=$n rep=$rep order=$order ok=0 status=$rc reason=$reason" >>"$file"
     return 1
@@ -1078,12 +1075,7 @@ fanout_cell() {
         echo "fanout rep=$rep ok=1 ${line#fanout }" >>"$RES/fanout.txt"
         return 0
     fi
-    case $rc in
-        124) reason="killed after ${FANOUT_TIMEOUT} s (timeout)" ;;
-        137) reason="killed by SIGKILL (out of memory?)" ;;
-        *) reason=$(grep -v '^note:' "$err" | grep -v 'without pausing' | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
-    esac
-    [ -n "$reason" ] || reason="exit status $rc"
+    reason=$(failure_reason "$rc" "$err" "$FANOUT_TIMEOUT" "without pausing")
     cp "$err" "$RES/failed-fanout-$rt-$b.err"
     echo "fanout rep=$rep ok=0 runtime=$rt bench=$b status=$rc reason=$reason" >>"$RES/fanout.txt"
     return 1
