@@ -92,6 +92,7 @@
 //! ```
 
 mod chan;
+mod cross;
 mod error;
 pub mod local;
 pub mod mpsc;
@@ -103,6 +104,11 @@ mod semaphore;
 mod waitgroup;
 mod waitq;
 
+pub use cross::{
+    Barrier, Condvar, Mutex, MutexGuard, Notify, OnceCell, RwLock, RwLockReadGuard,
+    RwLockWriteGuard, Semaphore, SemaphorePermit, WaitGroup, WaitTimeoutResult,
+};
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
 pub use select::{Select, Selectable};
+pub use waitgroup::BarrierWaitResult;
