@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;
 use yieldloop::sync::{Barrier, Condvar, Mutex, Notify, OnceCell, RwLock, Semaphore, WaitGroup};
@@ -17,19 +18,29 @@ use yieldloop::sync::{Barrier, Condvar, Mutex, Notify, OnceCell, RwLock, Semapho
 /// deadline gives up at a point the model picks.
 const LONG: Duration = Duration::from_secs(3600);
 
-/// Three threads increment behind the lock: no increment is lost and the
-/// lock ends free, whatever order the hand-overs take.
+/// Increments a counter behind `m`, checking nobody else is inside.
+fn increment(m: &Mutex<u32>, inside: &AtomicBool) {
+    let mut g = m.lock();
+    assert!(!inside.swap(true, SeqCst), "two holders at once");
+    *g += 1;
+    inside.store(false, SeqCst);
+}
+
+/// Three threads increment behind the lock: never two inside at once, no
+/// increment lost, and the lock ends free, whatever order the hand-overs
+/// take.
 #[test]
 fn mutex_hand_over() {
     loom::model(|| {
         let m = Arc::new(Mutex::new(0));
+        let inside = Arc::new(AtomicBool::new(false));
         let ts: Vec<_> = (0..2)
             .map(|_| {
-                let m = m.clone();
-                thread::spawn(move || *m.lock() += 1)
+                let (m, inside) = (m.clone(), inside.clone());
+                thread::spawn(move || increment(&m, &inside))
             })
             .collect();
-        *m.lock() += 1;
+        increment(&m, &inside);
         for t in ts {
             t.join().unwrap();
         }
@@ -67,13 +78,12 @@ fn mutex_waiter_times_out_while_handed() {
 fn semaphore_permits() {
     loom::model(|| {
         let sem = Arc::new(Semaphore::new(1));
-        let inside = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+        let inside = Arc::new(AtomicUsize::new(0));
         let ts: Vec<_> = (0..2)
             .map(|_| {
                 let (sem, inside) = (sem.clone(), inside.clone());
                 thread::spawn(move || {
                     let _p = sem.acquire();
-                    use loom::sync::atomic::Ordering::SeqCst;
                     assert_eq!(inside.fetch_add(1, SeqCst), 0);
                     inside.fetch_sub(1, SeqCst);
                 })
@@ -150,19 +160,19 @@ fn barrier_round() {
 fn wait_group_done() {
     loom::model(|| {
         let wg = Arc::new(WaitGroup::new());
-        let done = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
         wg.add(2);
         let ts: Vec<_> = (0..2)
             .map(|_| {
                 let (wg, done) = (wg.clone(), done.clone());
                 thread::spawn(move || {
-                    done.fetch_add(1, loom::sync::atomic::Ordering::SeqCst);
+                    done.fetch_add(1, SeqCst);
                     wg.done();
                 })
             })
             .collect();
         wg.wait();
-        assert_eq!(done.load(loom::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(done.load(SeqCst), 2);
         for t in ts {
             t.join().unwrap();
         }

@@ -372,3 +372,26 @@ fn condvar_producer_consumer_across_workers() {
         assert!(!q.is_locked());
     });
 }
+
+/// A writer that gives up while readers queue behind it lets them in
+/// alongside the reader that holds the lock.
+#[test]
+fn rwlock_writer_giving_up_admits_the_readers_behind_it() {
+    within(|| {
+        let rt = two_workers();
+        let l = Arc::new(RwLock::new(0));
+        let held = l.read();
+        let l1 = l.clone();
+        let writer = rt.spawn_on(0, move || {
+            yieldloop::timeout(Duration::from_millis(50), || *l1.write() = 1).is_err()
+        });
+        thread::sleep(Duration::from_millis(10));
+        let l2 = l.clone();
+        let reader = rt.spawn_on(1, move || *l2.read());
+        assert!(writer.join().unwrap(), "the writer gave up");
+        // Still holding `held`: the reader got in beside it.
+        assert_eq!(reader.join().unwrap(), 0);
+        drop(held);
+        assert!(l.try_write().is_some());
+    });
+}

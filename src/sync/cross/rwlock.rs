@@ -197,10 +197,11 @@ impl<T: ?Sized> RwLock<T> {
             want,
             None,
             wait::nothing,
-            // Granted, then unwound: give it back.
+            // Granted, then unwound: give it back. Not granted: a writer
+            // leaving may let the readers queued behind it in.
             move |st, woken| match woken {
                 Woken::One => st.unlock(want),
-                _ => Vec::new(),
+                _ => st.grant(),
             },
             "an RwLock",
         );
