@@ -65,7 +65,7 @@
 #                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
 #                   (apt-get install redis-server), else the stage is skipped
-#   STAGES ["handover lateness sleepers echo syscalls http scaling service db fanout"]  the stages
+#   STAGES ["handover xmutex lateness sleepers echo syscalls http scaling service db fanout"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
 #                   echo and syscalls stages, e.g. "yieldloop floor go"; names:
@@ -117,7 +117,7 @@ DB_WAIT_MS=${DB_WAIT_MS:-200}
 DB_TIMEOUT=${DB_TIMEOUT:-120}
 DB_TOKIO_WORKERS=${DB_TOKIO_WORKERS:-}
 SERVICE_REPS=${SERVICE_REPS:-3}
-STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling service db fanout}
+STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http scaling service db fanout}
 FANOUT_REPS=${FANOUT_REPS:-3}
 FANOUT_VALUES=${FANOUT_VALUES:-100000}
 FANOUT_RECEIVERS=${FANOUT_RECEIVERS:-1000}
@@ -195,12 +195,14 @@ bench_cmd() {
     case $2/$1 in
         sleepers/asyncio) CMD=("$PY" "$BENCH/py/sleepers.py") ;;
         sleepers/floor) CMD=("$BIN/sleepers_floor") ;;
+        xmutex/go) CMD=(env GOMAXPROCS=2 "$GO_BIN" xmutex) ;;
         # The fan-outs measure two workers: two Ps.
         fanout/go) CMD=(env GOMAXPROCS=2 "$GO_BIN" fanout) ;;
         */go) CMD=(env GOMAXPROCS=1 "$GO_BIN" "$2") ;;
         fanout/*) CMD=("$BIN/fanout" --runtime "$1") ;;
         sleepers/*) CMD=("$BIN/sleepers" --runtime "$1") ;;
         handover/*) CMD=("$BIN/handover" --runtime "$1") ;;
+        xmutex/*) CMD=("$BIN/xmutex" --runtime "$1") ;;
         echo/*) CMD=("$BIN/echo_$1") ;;
     esac
 }
@@ -209,7 +211,7 @@ BUILD_S=$(elapsed)
 case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
 case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
 mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
-rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/fanout.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/xmutex.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/fanout.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -323,6 +325,8 @@ cargo build --release --example echo_server --example echo_load
 # hand-over micro-benchmarks: one process per measurement (a warm-up round,
 # then the measured round), killed after ${HANDOVER_TIMEOUT} s
 timeout ${HANDOVER_TIMEOUT} bench/target/release/handover --runtime {yieldloop|tokio|may} --bench {pingpong|bounded|mutex|yield|spawn|scope|blockon}
+# mutex between two worker threads, contended and not: the same way
+timeout ${HANDOVER_TIMEOUT} bench/target/release/xmutex --runtime {yieldloop|tokio} --bench {contended|uncontended|uncontended_local}
 # timer lateness: one process per measurement, at normal priority and (the
 # "realtime priority" variant, only where chrt works) under SCHED_FIFO 50
 timeout ${LATENESS_TIMEOUT} bench/target/release/lateness --runtime {yieldloop|tokio|may} --tasks ${LATENESS_TASKS} --max-ms ${LATENESS_MAX_MS}
@@ -395,9 +399,11 @@ bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} bench/target/rele
 EOF
 if [ -n "$GO_RUNS" ]; then
     cat >>"$RES/commands.txt" <<EOF
-# Go ($GO_VERSION): one binary, built in bench/go; GOMAXPROCS=1 throughout
+# Go ($GO_VERSION): one binary, built in bench/go; GOMAXPROCS=1 throughout,
+# but 2 for xmutex (a lock between two threads)
 (cd bench/go && GOPROXY=off go build -o ../target/go/gobench .)
 timeout ${HANDOVER_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench handover --bench {pingpong|bounded|mutex|yield|spawn|scope|blockon}
+timeout ${HANDOVER_TIMEOUT} env GOMAXPROCS=2 bench/target/go/gobench xmutex --bench {contended|uncontended|uncontended_local}
 timeout ${FANOUT_TIMEOUT} env GOMAXPROCS=2 bench/target/go/gobench fanout --bench {broadcast --n ${FANOUT_VALUES} --receivers ${FANOUT_RECEIVERS}|skewed --n ${FANOUT_TASKS}}
 bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench sleepers --n N
 ${PIN_SERVER:+$PIN_SERVER }env GOMAXPROCS=1 bench/target/go/gobench echo --addr 127.0.0.1:PORT &   # driven by loadgen as above
@@ -422,25 +428,26 @@ first_touch() {
 first_touch start
 
 # ---------------------------------------------------------------- hand-over
-# One measurement; appends a result line (ok=1, or ok=1 na=1 for a benchmark
-# the runtime cannot do) or a failure line (ok=0).
+# One measurement of stage $1 (handover or xmutex, whose programs print
+# lines of the same shape); appends a result line (ok=1, or ok=1 na=1 for a
+# benchmark the runtime cannot do) or a failure line (ok=0) to $1.txt.
 handover_cell() {
-    local rt=$1 b=$2 rep=$3 out err rc reason line
+    local stage=$1 rt=$2 b=$3 rep=$4 out err rc reason line
     out=$RES/cell.out
     err=$RES/cell.err
-    bench_cmd "$rt" handover
+    bench_cmd "$rt" "$stage"
     timeout "$HANDOVER_TIMEOUT" "${CMD[@]}" --bench "$b" >"$out" 2>"$err"
     rc=$?
-    line=$(grep -m1 '^handover ' "$out")
+    line=$(grep -m1 "^$stage " "$out")
     if [ $rc -eq 0 ] && [ -n "$line" ]; then
         # rep and ok go first: a trailing reason= runs to the end of the line.
-        echo "handover rep=$rep ok=1 ${line#handover }" >>"$RES/handover.txt"
+        echo "$stage rep=$rep ok=1 ${line#"$stage" }" >>"$RES/$stage.txt"
         case $line in *" na=1"*) return 1 ;; esac
         return 0
     fi
     reason=$(failure_reason "$rc" "$err" "$HANDOVER_TIMEOUT")
-    cp "$err" "$RES/failed-handover-$rt-$b.err"
-    echo "handover runtime=$rt bench=$b rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/handover.txt"
+    cp "$err" "$RES/failed-$stage-$rt-$b.err"
+    echo "$stage runtime=$rt bench=$b rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/$stage.txt"
     return 1
 }
 
@@ -453,7 +460,25 @@ if want handover; then
             log "handover $b run $rep/$HANDOVER_REPS"
             for rt in $(pick yieldloop tokio may $GO_RUNS); do
                 case $skip in *" $rt/$b "*) continue ;; esac
-                handover_cell "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+                handover_cell handover "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+            done
+        done
+    done
+    rm -f "$RES/cell.out" "$RES/cell.err"
+fi
+
+# ---------------------------------------------------------------- xmutex
+# A mutex between two worker threads (contended) and the price of a lock
+# that can cross threads (uncontended vs the single-thread one); Go with
+# GOMAXPROCS=2. As many runs per cell as the hand-over stage.
+if want xmutex; then
+    skip=" "
+    for rep in $(seq 1 "$HANDOVER_REPS"); do
+        for b in contended uncontended uncontended_local; do
+            log "xmutex $b run $rep/$HANDOVER_REPS"
+            for rt in $(pick yieldloop tokio $GO_RUNS); do
+                case $skip in *" $rt/$b "*) continue ;; esac
+                handover_cell xmutex "$rt" "$b" "$rep" || skip="$skip$rt/$b "
             done
         done
     done

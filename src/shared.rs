@@ -14,7 +14,20 @@ pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-/// Parking whole threads: for waiters outside any task.
+/// Atomic integers and flags, and the fences between them.
+pub(crate) mod atomic {
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+    #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+}
+
+/// Threads as waiters: a plain thread waiting on a cross-thread primitive
+/// parks itself, and whoever hands it something unparks it by its handle.
+/// (loom has no `park_timeout`: under the models a waiter with a deadline
+/// yields once and then gives up, which lets the model place its timeout
+/// anywhere.)
 pub(crate) mod thread {
     #[cfg(not(loom))]
     pub(crate) use std::thread::current;
@@ -30,6 +43,8 @@ pub(crate) mod thread {
     #[cfg(loom)]
     pub(crate) use loom::thread::park;
     #[cfg(loom)]
+    pub(crate) use loom::thread::yield_now;
+    #[cfg(loom)]
     pub(crate) use loom::thread::Thread;
 
     /// A model has no clock: a timed park returns at once, as a spurious
@@ -38,13 +53,4 @@ pub(crate) mod thread {
     pub(crate) fn park_timeout(_: std::time::Duration) {
         loom::thread::yield_now();
     }
-}
-
-/// Atomic integers and flags, and the fences between them.
-pub(crate) mod atomic {
-    #[cfg(not(loom))]
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-
-    #[cfg(loom)]
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 }

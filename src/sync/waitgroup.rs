@@ -177,6 +177,10 @@ pub struct BarrierWaitResult {
 }
 
 impl BarrierWaitResult {
+    pub(crate) fn new(leader: bool) -> BarrierWaitResult {
+        BarrierWaitResult { leader }
+    }
+
     /// True for exactly one task of each round: the last to arrive.
     pub fn is_leader(&self) -> bool {
         self.leader

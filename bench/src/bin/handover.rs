@@ -83,8 +83,8 @@ type Measure = fn(bench: &str, ops: u64) -> Result<Duration, String>;
 mod yl {
     use super::*;
     use std::rc::Rc;
-    use yieldloop::sync::local::{channel, sync_channel};
     use yieldloop::sync::local::Mutex;
+    use yieldloop::sync::local::{channel, sync_channel};
 
     pub fn measure(bench: &str, ops: u64) -> Result<Duration, String> {
         let bench = bench.to_string();

@@ -19,6 +19,7 @@
 //! - `handover.txt`: `handover rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
 //!   `handover rep=.. ok=1 runtime=.. bench=.. na=1 reason=..` for a benchmark a
 //!   runtime cannot do, or `handover runtime=.. bench=.. rep=.. ok=0 status=.. reason=..`.
+//! - `xmutex.txt`: the same fields as `handover.txt` (`contended` adds `waited=..`).
 //! - `http.txt`: `http server=.. rep=.. load=wrk|http_load utime=.. stime=.. conns=.. secs=.. requests_total=.. requests=.. rps=.. p50_us=.. p99_us=.. errors=.. ok=1`
 //!   (http_load adds `p999_us` and `max_us`), `http server=.. conns=.. rep=.. load=.. ok=0 reason=..`,
 //!   or `http ok=0 skipped=1 reason=..` when the stage did not run.
@@ -60,6 +61,7 @@ mod service;
 mod sleepers;
 mod svg;
 mod targets;
+mod xmutex;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -106,6 +108,7 @@ fn main() {
         service: read_recs(&a.results.join("service.txt")),
         scaling: read_recs(&a.results.join("scaling.txt")),
         handover: read_recs(&a.results.join("handover.txt")),
+        xmutex: read_recs(&a.results.join("xmutex.txt")),
         lateness: read_recs(&a.results.join("lateness.txt")),
         syscalls: read_recs(&a.results.join("syscalls.txt")),
         db: read_recs(&a.results.join("db.txt")),
@@ -143,6 +146,7 @@ struct Results {
     pub service: Vec<Rec>,
     pub scaling: Vec<Rec>,
     pub handover: Vec<Rec>,
+    pub xmutex: Vec<Rec>,
     pub lateness: Vec<Rec>,
     pub syscalls: Vec<Rec>,
     pub db: Vec<Rec>,
@@ -198,6 +202,7 @@ fn markdown(
     service::section(w, &recs.service, &|k| m(k).to_string(), clk_tck);
     scaling::section(w, &recs.scaling, &|k| m(k).to_string());
     handover::section(w, &recs.handover, &|k| m(k).to_string());
+    xmutex::section(w, &recs.xmutex, &|k| m(k).to_string());
     lateness::section(w, &recs.lateness, &|k| m(k).to_string());
     db::section(w, &recs.db, &|k| m(k).to_string());
     fanout::section(w, &recs.fanout, &|k| m(k).to_string());
