@@ -3,8 +3,9 @@
 # examples (release), measures what the first touch of memory costs on this
 # machine, runs the benchmarks (hand-over micro-benchmarks, timer lateness,
 # sleepers, echo servers, HTTP servers, thread-per-core scaling, the Redis-backed
-# example service, database round trips, a ticker beside database waits and
-# blocking clients under feature `hook`), and writes docs/benchmarks.md
+# example service, database round trips, a ticker beside database waits,
+# blocking clients under feature `hook`, fan-outs over two workers), and
+# writes docs/benchmarks.md
 # and docs/src/img/sleepers.svg from the raw results in bench/results/.
 #
 # Go, the stackful peer, is built from bench/go (standard library only) with
@@ -34,6 +35,11 @@
 #                   looking for cold memory (and at most half of MemAvailable)
 #   FIRSTTOUCH_SETTLE [5]  seconds it waits before that
 #   HANDOVER_REPS [5]      runs per hand-over cell
+#   FANOUT_REPS [3]        runs per fan-out cell (broadcast, skewed; two workers)
+#   FANOUT_VALUES [100000] values the broadcast fan-out sends
+#   FANOUT_RECEIVERS [1000] receivers of the broadcast fan-out
+#   FANOUT_TASKS [10000]   tasks of the skewed fan-out
+#   FANOUT_TIMEOUT [120]   seconds before a fan-out run is killed and marked failed
 #   HANDOVER_TIMEOUT [60]  seconds before a hand-over run is killed and marked failed
 #   LATENESS_REPS [5]      runs per timer-lateness cell (per runtime and variant)
 #   LATENESS_TASKS [1000]  sleeping tasks per timer-lateness run
@@ -68,11 +74,12 @@
 #                   (the hook stage and the service stage's `yieldloop-hook` server
 #                   run binaries built a second time, with feature `hook`, into
 #                   bench/target/hook; if that build fails they are skipped)
-#   STAGES ["handover lateness sleepers echo syscalls http scaling service db hook"]  the stages
+#   STAGES ["handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
 #                   echo and syscalls stages, e.g. "yieldloop floor go"; names:
-#                   yieldloop tokio may mio go threads floor asyncio
+#                   yieldloop tokio may mio go threads floor asyncio (and
+#                   yieldloop-rr, the fan-out stage's round-robin placement)
 #   OUT_MD [docs/benchmarks.md]  where the report goes (relative to the root)
 #   OUT_SVG [docs/src/img/sleepers.svg]  where the sleepers plot goes
 #
@@ -125,7 +132,12 @@ HOOK_BATCHES=${HOOK_BATCHES:-31}
 HOOK_N=${HOOK_N:-10000}
 HOOK_ROUNDS=${HOOK_ROUNDS:-20}
 HOOK_TIMEOUT=${HOOK_TIMEOUT:-300}
-STAGES=${STAGES:-handover lateness sleepers echo syscalls http scaling service db hook}
+STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout}
+FANOUT_REPS=${FANOUT_REPS:-3}
+FANOUT_VALUES=${FANOUT_VALUES:-100000}
+FANOUT_RECEIVERS=${FANOUT_RECEIVERS:-1000}
+FANOUT_TASKS=${FANOUT_TASKS:-10000}
+FANOUT_TIMEOUT=${FANOUT_TIMEOUT:-120}
 RUNTIMES=${RUNTIMES:-all}
 OUT_MD=${OUT_MD:-docs/benchmarks.md}
 OUT_SVG=${OUT_SVG:-docs/src/img/sleepers.svg}
@@ -153,6 +165,18 @@ pick() {
 }
 elapsed() { awk -v s="$START" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
 log() { printf '[%6ss] %s\n' "$(elapsed)" "$*" >&2; }
+# Why a benchmark process failed: exit status $1, its stderr in file $2, the
+# timeout it ran under $3 (s); "$4", if given, a pattern of stderr lines to
+# pass over (besides notes and blank lines).
+failure_reason() {
+    local reason
+    case $1 in
+        124) reason="killed after $3 s (timeout)" ;;
+        137) reason="killed by SIGKILL (out of memory?)" ;;
+        *) reason=$(grep -v '^note:' "$2" | grep -v "${4:-^ *$}" | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
+    esac
+    echo "${reason:-exit status $1}"
+}
 
 cd "$BENCH" || exit 1
 log "building (release)"
@@ -160,8 +184,6 @@ if ! cargo build --release --quiet --bins; then
     echo "run.sh: build failed" >&2
     exit 1
 fi
-# yieldloop's own echo server and load client, for the scaling stage (built
-# in the main crate, so they land in its target dir).
 # The hand-over benchmark once more with yieldloop's `tracing` feature on
 # (and no subscriber), in a target dir of its own: what the feature costs.
 if want handover && ! CARGO_TARGET_DIR=$BENCH/target/tracing cargo build --release --quiet \
@@ -169,6 +191,8 @@ if want handover && ! CARGO_TARGET_DIR=$BENCH/target/tracing cargo build --relea
     echo "run.sh: build of handover with the tracing feature failed" >&2
     exit 1
 fi
+# yieldloop's own echo server and load client, for the scaling stage (built
+# in the main crate, so they land in its target dir).
 if want scaling && ! (cd "$ROOT" && cargo build --release --quiet --example echo_server --example echo_load); then
     echo "run.sh: build of the echo_server and echo_load examples failed" >&2
     exit 1
@@ -208,11 +232,16 @@ bench_cmd() {
     case $2/$1 in
         sleepers/asyncio) CMD=("$PY" "$BENCH/py/sleepers.py") ;;
         sleepers/floor) CMD=("$BIN/sleepers_floor") ;;
+        xmutex/go) CMD=(env GOMAXPROCS=2 "$GO_BIN" xmutex) ;;
+        # The fan-outs measure two workers: two Ps.
+        fanout/go) CMD=(env GOMAXPROCS=2 "$GO_BIN" fanout) ;;
         */go) CMD=(env GOMAXPROCS=1 "$GO_BIN" "$2") ;;
+        fanout/*) CMD=("$BIN/fanout" --runtime "$1") ;;
         sleepers/*) CMD=("$BIN/sleepers" --runtime "$1") ;;
         handover/yieldloop-tracing)
             CMD=("$BENCH/target/tracing/release/handover" --runtime yieldloop --label yieldloop-tracing) ;;
         handover/*) CMD=("$BIN/handover" --runtime "$1") ;;
+        xmutex/*) CMD=("$BIN/xmutex" --runtime "$1") ;;
         echo/*) CMD=("$BIN/echo_$1") ;;
     esac
 }
@@ -221,7 +250,7 @@ BUILD_S=$(elapsed)
 case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
 case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
 mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
-rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/xmutex.txt "$RES"/fanout.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -296,6 +325,10 @@ fi
     echo "lateness_max_ms=$LATENESS_MAX_MS"
     echo "lateness_timeout=$LATENESS_TIMEOUT"
     echo "lateness_rt=$LATENESS_RT"
+    echo "fanout_reps=$FANOUT_REPS"
+    echo "fanout_values=$FANOUT_VALUES"
+    echo "fanout_receivers=$FANOUT_RECEIVERS"
+    echo "fanout_tasks=$FANOUT_TASKS"
     echo "http_reps=$HTTP_REPS"
     echo "http_secs=$HTTP_SECS"
     echo "http_warmup=$HTTP_WARMUP"
@@ -341,6 +374,8 @@ timeout ${HANDOVER_TIMEOUT} bench/target/release/handover --runtime {yieldloop|t
 # yieldloop with feature tracing (no subscriber), built apart:
 # (cd bench && CARGO_TARGET_DIR=target/tracing cargo build --release --features tracing --bin handover)
 timeout ${HANDOVER_TIMEOUT} bench/target/tracing/release/handover --runtime yieldloop --label yieldloop-tracing --bench {yield|spawn}
+# mutex between two worker threads, contended and not: the same way
+timeout ${HANDOVER_TIMEOUT} bench/target/release/xmutex --runtime {yieldloop|tokio} --bench {contended|uncontended|uncontended_local}
 # timer lateness: one process per measurement, at normal priority and (the
 # "realtime priority" variant, only where chrt works) under SCHED_FIFO 50
 timeout ${LATENESS_TIMEOUT} bench/target/release/lateness --runtime {yieldloop|tokio|may} --tasks ${LATENESS_TASKS} --max-ms ${LATENESS_MAX_MS}
@@ -413,6 +448,9 @@ cat >>"$RES/commands.txt" <<EOF
 ${PIN_SERVER:+$PIN_SERVER }bench/target/{release|hook/release}/hook_cost --iters ${HOOK_ITERS} --batches ${HOOK_BATCHES}
 timeout ${HOOK_TIMEOUT} bench/target/release/hook_conns --mode native --n ${HOOK_N} --rounds ${HOOK_ROUNDS}
 timeout ${HOOK_TIMEOUT} bench/target/hook/release/hook_conns --mode hook --n ${HOOK_N} --rounds ${HOOK_ROUNDS}
+# fan-outs over two workers: broadcast (values to receivers) and skewed (Pareto CPU costs, seed 21)
+timeout ${FANOUT_TIMEOUT} bench/target/release/fanout --runtime {yieldloop|tokio} --bench broadcast --n ${FANOUT_VALUES} --receivers ${FANOUT_RECEIVERS}
+timeout ${FANOUT_TIMEOUT} bench/target/release/fanout --runtime {yieldloop|yieldloop-rr|tokio} --bench skewed --n ${FANOUT_TASKS}
 EOF
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
@@ -420,9 +458,12 @@ bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} bench/target/rele
 EOF
 if [ -n "$GO_RUNS" ]; then
     cat >>"$RES/commands.txt" <<EOF
-# Go ($GO_VERSION): one binary, built in bench/go; GOMAXPROCS=1 throughout
+# Go ($GO_VERSION): one binary, built in bench/go; GOMAXPROCS=1 throughout,
+# but 2 for xmutex (a lock between two threads)
 (cd bench/go && GOPROXY=off go build -o ../target/go/gobench .)
 timeout ${HANDOVER_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench handover --bench {pingpong|bounded|mutex|yield|spawn|scope|blockon}
+timeout ${HANDOVER_TIMEOUT} env GOMAXPROCS=2 bench/target/go/gobench xmutex --bench {contended|uncontended|uncontended_local}
+timeout ${FANOUT_TIMEOUT} env GOMAXPROCS=2 bench/target/go/gobench fanout --bench {broadcast --n ${FANOUT_VALUES} --receivers ${FANOUT_RECEIVERS}|skewed --n ${FANOUT_TASKS}}
 bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench sleepers --n N
 ${PIN_SERVER:+$PIN_SERVER }env GOMAXPROCS=1 bench/target/go/gobench echo --addr 127.0.0.1:PORT &   # driven by loadgen as above
 EOF
@@ -446,30 +487,26 @@ first_touch() {
 first_touch start
 
 # ---------------------------------------------------------------- hand-over
-# One measurement; appends a result line (ok=1, or ok=1 na=1 for a benchmark
-# the runtime cannot do) or a failure line (ok=0).
+# One measurement of stage $1 (handover or xmutex, whose programs print
+# lines of the same shape); appends a result line (ok=1, or ok=1 na=1 for a
+# benchmark the runtime cannot do) or a failure line (ok=0) to $1.txt.
 handover_cell() {
-    local rt=$1 b=$2 rep=$3 out err rc reason line
+    local stage=$1 rt=$2 b=$3 rep=$4 out err rc reason line
     out=$RES/cell.out
     err=$RES/cell.err
-    bench_cmd "$rt" handover
+    bench_cmd "$rt" "$stage"
     timeout "$HANDOVER_TIMEOUT" "${CMD[@]}" --bench "$b" >"$out" 2>"$err"
     rc=$?
-    line=$(grep -m1 '^handover ' "$out")
+    line=$(grep -m1 "^$stage " "$out")
     if [ $rc -eq 0 ] && [ -n "$line" ]; then
         # rep and ok go first: a trailing reason= runs to the end of the line.
-        echo "handover rep=$rep ok=1 ${line#handover }" >>"$RES/handover.txt"
+        echo "$stage rep=$rep ok=1 ${line#"$stage" }" >>"$RES/$stage.txt"
         case $line in *" na=1"*) return 1 ;; esac
         return 0
     fi
-    case $rc in
-        124) reason="killed after ${HANDOVER_TIMEOUT} s (timeout)" ;;
-        137) reason="killed by SIGKILL (out of memory?)" ;;
-        *) reason=$(grep -v '^note:' "$err" | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
-    esac
-    [ -n "$reason" ] || reason="exit status $rc"
-    cp "$err" "$RES/failed-handover-$rt-$b.err"
-    echo "handover runtime=$rt bench=$b rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/handover.txt"
+    reason=$(failure_reason "$rc" "$err" "$HANDOVER_TIMEOUT")
+    cp "$err" "$RES/failed-$stage-$rt-$b.err"
+    echo "$stage runtime=$rt bench=$b rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/$stage.txt"
     return 1
 }
 
@@ -487,7 +524,25 @@ if want handover; then
             case $b in yield | spawn) tracing=$(pick yieldloop | sed 's/yieldloop/yieldloop-tracing/') ;; esac
             for rt in $(pick yieldloop) $tracing $(pick tokio may $GO_RUNS); do
                 case $skip in *" $rt/$b "*) continue ;; esac
-                handover_cell "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+                handover_cell handover "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+            done
+        done
+    done
+    rm -f "$RES/cell.out" "$RES/cell.err"
+fi
+
+# ---------------------------------------------------------------- xmutex
+# A mutex between two worker threads (contended) and the price of a lock
+# that can cross threads (uncontended vs the single-thread one); Go with
+# GOMAXPROCS=2. As many runs per cell as the hand-over stage.
+if want xmutex; then
+    skip=" "
+    for rep in $(seq 1 "$HANDOVER_REPS"); do
+        for b in contended uncontended uncontended_local; do
+            log "xmutex $b run $rep/$HANDOVER_REPS"
+            for rt in $(pick yieldloop tokio $GO_RUNS); do
+                case $skip in *" $rt/$b "*) continue ;; esac
+                handover_cell xmutex "$rt" "$b" "$rep" || skip="$skip$rt/$b "
             done
         done
     done
@@ -510,12 +565,7 @@ lateness_cell() {
         echo "lateness variant=$variant rep=$rep ok=1 ${line#lateness }" >>"$RES/lateness.txt"
         return 0
     fi
-    case $rc in
-        124) reason="killed after ${LATENESS_TIMEOUT} s (timeout)" ;;
-        137) reason="killed by SIGKILL (out of memory?)" ;;
-        *) reason=$(grep -v '^note:' "$err" | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
-    esac
-    [ -n "$reason" ] || reason="exit status $rc"
+    reason=$(failure_reason "$rc" "$err" "$LATENESS_TIMEOUT")
     cp "$err" "$RES/failed-lateness-$rt-$variant.err"
     echo "lateness runtime=$rt variant=$variant rep=$rep ok=0 status=$rc reason=$reason" >>"$RES/lateness.txt"
     return 1
@@ -554,12 +604,7 @@ sleepers_cell() {
         echo "$(grep -m1 '^sleepers ' "$out") $(cat "$RES/cell.ru" 2>/dev/null) rep=$rep order=$order ok=1" >>"$file"
         return 0
     fi
-    case $rc in
-        124) reason="killed after ${CELL_TIMEOUT} s (timeout)" ;;
-        137) reason="killed by SIGKILL (out of memory?)" ;;
-        *) reason=$(grep -v '^note:' "$err" | grep -v '^ *$' | tail -n 1 | tr -d '\r' | cut -c1-200) ;;
-    esac
-    [ -n "$reason" ] || reason="exit status $rc"
+    reason=$(failure_reason "$rc" "$err" "$CELL_TIMEOUT")
     cp "$err" "$RES/failed-$rt-$n.err"
     echo "sleepers runtime=$rt n=$n rep=$rep order=$order ok=0 status=$rc reason=$reason" >>"$file"
     return 1
@@ -1149,6 +1194,51 @@ if want hook; then
         done
         rm -f "$RES/cell.err"
     fi
+fi
+
+# ---------------------------------------------------------------- fan-out
+# One measurement of runtime $1 in fan-out $2 (broadcast or skewed); appends
+# a result line (ok=1) or a failure line (ok=0).
+fanout_cell() {
+    local rt=$1 b=$2 rep=$3 out err rc reason line size
+    out=$RES/cell.out
+    err=$RES/cell.err
+    bench_cmd "$rt" fanout
+    if [ "$b" = broadcast ]; then
+        size=(--n "$FANOUT_VALUES" --receivers "$FANOUT_RECEIVERS")
+    else
+        size=(--n "$FANOUT_TASKS")
+    fi
+    timeout "$FANOUT_TIMEOUT" "${CMD[@]}" --bench "$b" "${size[@]}" >"$out" 2>"$err"
+    rc=$?
+    line=$(grep -m1 '^fanout ' "$out")
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+        echo "fanout rep=$rep ok=1 ${line#fanout }" >>"$RES/fanout.txt"
+        return 0
+    fi
+    reason=$(failure_reason "$rc" "$err" "$FANOUT_TIMEOUT" "without pausing")
+    cp "$err" "$RES/failed-fanout-$rt-$b.err"
+    echo "fanout rep=$rep ok=0 runtime=$rt bench=$b status=$rc reason=$reason" >>"$RES/fanout.txt"
+    return 1
+}
+
+if want fanout; then
+    skip=" "
+    for rep in $(seq 1 "$FANOUT_REPS"); do
+        log "fan-out run $rep/$FANOUT_REPS"
+        for b in broadcast skewed; do
+            if [ "$b" = broadcast ]; then
+                rts=$(pick yieldloop tokio $GO_RUNS)
+            else
+                rts=$(pick yieldloop yieldloop-rr tokio $GO_RUNS)
+            fi
+            for rt in $rts; do
+                case $skip in *" $rt/$b "*) continue ;; esac
+                fanout_cell "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+            done
+        done
+    done
+    rm -f "$RES/cell.out" "$RES/cell.err"
 fi
 
 # ---------------------------------------------------------------- report

@@ -23,8 +23,9 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
+use yieldloop::sync::local::Mutex;
 use yieldloop::sync::local::{channel, sync_channel};
-use yieldloop::sync::{mpsc, Mutex, Select};
+use yieldloop::sync::{mpsc, Select};
 
 fn channel_handover(c: &mut Criterion) {
     c.bench_function("channel_handover", |b| {

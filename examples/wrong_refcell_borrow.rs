@@ -3,14 +3,14 @@
 //! ```text
 //! cargo run --example wrong_refcell_borrow            # the mistake
 //! cargo run --example wrong_refcell_borrow -- short   # borrow, use, drop
-//! cargo run --example wrong_refcell_borrow -- mutex   # yieldloop::sync::Mutex
+//! cargo run --example wrong_refcell_borrow -- mutex   # yieldloop::sync::local::Mutex
 //! ```
 //!
 //! Two tasks share a log. The writer takes a `borrow_mut` and sleeps with
 //! it still alive; the reader, running during that sleep, borrows too and
 //! panics with "already borrowed". The task that made the mistake goes on
 //! unharmed: the panic is in the other one. The fixed versions either end
-//! the borrow before the pause or hold a `yieldloop::sync::Mutex` guard
+//! the borrow before the pause or hold a `yieldloop::sync::local::Mutex` guard
 //! across it, which makes the reader wait its turn.
 
 use std::cell::RefCell;
@@ -97,11 +97,11 @@ fn short_borrows() -> Vec<&'static str> {
 // ANCHOR_END: short
 
 // ANCHOR: mutex
-/// The writer's entries must stay together: a `yieldloop::sync::Mutex`
+/// The writer's entries must stay together: a `yieldloop::sync::local::Mutex`
 /// guard may be held across the pause, and the reader's `lock` pauses the
 /// reader until the writer is done.
 fn with_mutex() -> Vec<&'static str> {
-    let log = Rc::new(yieldloop::sync::Mutex::new(Vec::new()));
+    let log = Rc::new(yieldloop::sync::local::Mutex::new(Vec::new()));
     let l = log.clone();
     let writer = yieldloop::spawn(move || {
         let mut entries = l.lock();

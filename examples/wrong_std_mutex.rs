@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --example wrong_std_mutex           # the mistake: a deadlock
 //! cargo run --example wrong_std_mutex -- drop   # unlock before the pause
-//! cargo run --example wrong_std_mutex -- mutex  # yieldloop::sync::Mutex
+//! cargo run --example wrong_std_mutex -- mutex  # yieldloop::sync::local::Mutex
 //! ```
 //!
 //! The holder task locks a std mutex and sleeps with the guard alive. The
@@ -133,10 +133,10 @@ fn unlock_before_pausing() -> u64 {
 
 // ANCHOR: mutex
 /// A lock that must stay held across the pause, between tasks of one
-/// thread: `yieldloop::sync::Mutex`, whose `lock` pauses the waiter task
+/// thread: `yieldloop::sync::local::Mutex`, whose `lock` pauses the waiter task
 /// instead of blocking the thread.
 fn with_yieldloop_mutex() -> u64 {
-    let count = Rc::new(yieldloop::sync::Mutex::new(0));
+    let count = Rc::new(yieldloop::sync::local::Mutex::new(0));
     let c = count.clone();
     let holder = yieldloop::spawn(move || {
         let mut n = c.lock();

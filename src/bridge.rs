@@ -35,12 +35,14 @@
 use std::future::Future;
 use std::mem;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+// `Arc` is std's: a `Waker` is made from a std `Arc`.
+use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread::{self, Thread};
 
-use crate::park::{park, park_token, RemoteUnparker};
+use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
+use crate::shared::thread::{self, Thread};
+use crate::shared::{Mutex, MutexGuard};
 use crate::spawn::JoinHandle;
 use crate::task;
 
@@ -143,6 +145,16 @@ use crate::task;
 /// assert_eq!(n, 42);
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
+    if task::in_task() {
+        drive(future, Some(&mut InTask))
+    } else {
+        drive(future, None::<&mut InTask>)
+    }
+}
+
+/// [`block_on`]'s loop: between polls, pauses through `pause` if given
+/// (a task), else blocks the thread.
+pub(crate) fn drive<F: Future>(future: F, mut pause: Option<&mut impl Pause>) -> F::Output {
     let mut future = pin!(future);
     let signal = Arc::new(Signal {
         state: Mutex::new(State {
@@ -155,12 +167,15 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     let _forget = Forget(&signal);
     let waker = Waker::from(signal.clone());
     let mut cx = Context::from_waker(&waker);
-    let in_task = task::in_task();
     loop {
         if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
             return v;
         }
-        if !(in_task && wait_in_task(&signal, &waker)) {
+        let paused = match pause.as_mut() {
+            Some(p) => wait_in_task(&signal, &waker, &mut **p),
+            None => false,
+        };
+        if !paused {
             signal.wait_blocking();
         }
     }
@@ -174,7 +189,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// waker the future kept sits in this scheduler's own timers (a
 /// [`Sleep`](crate::Sleep), say), only time can wake the task, and the
 /// unparker is exempted so the clock may jump.
-fn wait_in_task(signal: &Arc<Signal>, waker: &Waker) -> bool {
+fn wait_in_task(signal: &Arc<Signal>, waker: &Waker, pause: &mut impl Pause) -> bool {
     let local = crate::timer::paused_at().is_some() && {
         // `block_on` holds the signal once and `waker` once; more are the
         // future's copies.
@@ -183,7 +198,7 @@ fn wait_in_task(signal: &Arc<Signal>, waker: &Waker) -> bool {
             crate::scheduler::try_with_scheduler(|s| s.waker_timer_holds(waker)).unwrap_or(0);
         kept == in_timers
     };
-    signal.park_task(local)
+    signal.park_task(pause, local)
 }
 
 /// What the wakers of one [`block_on`] call share.
@@ -224,11 +239,10 @@ impl Signal {
     /// since the last poll. Returns false, having waited for nothing, if
     /// the task cannot pause (it is unwinding). `local` exempts the
     /// unparker from holding a paused clock still (see [`wait_in_task`]).
-    fn park_task(&self, local: bool) -> bool {
+    fn park_task(&self, pause: &mut impl Pause, local: bool) -> bool {
         // Token and unparker are made before taking the lock, so the lock
         // never waits on the scheduler.
-        let token = park_token();
-        let remote = token.remote();
+        let (token, remote) = pause.prepare();
         {
             let mut st = self.lock();
             if mem::take(&mut st.notified) {
@@ -243,7 +257,7 @@ impl Signal {
         }
         let exempt = local.then(|| remote.exempt_from_clock(2));
         // Nothing may pause between leaving the token and parking.
-        let answer = park(token, None);
+        let answer = pause.park(token, None);
         drop(exempt);
         drop(remote);
         let mut st = self.lock();

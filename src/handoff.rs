@@ -27,12 +27,15 @@
 
 use std::any::Any;
 use std::fmt;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use crate::failure::{failure_accessors, Failure};
-use crate::park::{park, park_token, RemoteUnparker};
+use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::Resume;
+// The slot's `Arc` is std's: the handles that hold it are the runtime's,
+// and counting references is no part of the protocol the models check.
+use crate::shared::{Condvar, Mutex, MutexGuard};
 
 /// Why work handed to another thread produced no value: it panicked, or it
 /// never finished.
@@ -166,21 +169,21 @@ impl<T> Handoff<T> {
     /// when called outside any task.
     pub(crate) fn wait(&self) -> Result<T, RemoteJoinError> {
         if crate::spawn::current_id().is_some() {
-            self.wait_in_task()
+            self.wait_in_task(&mut InTask)
         } else {
             self.wait_blocking()
         }
     }
 
-    fn wait_in_task(&self) -> Result<T, RemoteJoinError> {
+    /// Waits for the outcome in a task, pausing through `pause`.
+    pub(crate) fn wait_in_task(&self, pause: &mut impl Pause) -> Result<T, RemoteJoinError> {
         loop {
             if let Some(r) = self.lock().result.take() {
                 return r;
             }
             // Token and unparker are made before taking the lock, so the
             // lock never waits on the scheduler.
-            let token = park_token();
-            let remote = token.remote();
+            let (token, remote) = pause.prepare();
             {
                 let mut st = self.lock();
                 if let Some(r) = st.result.take() {
@@ -196,7 +199,7 @@ impl<T> Handoff<T> {
             // Nothing may pause between leaving the unparker and parking.
             let answer = {
                 let _forget = ForgetWaiter(self);
-                park(token, None)
+                pause.park(token, None)
             };
             drop(remote);
             if let Resume::Cancelled = answer {
@@ -231,7 +234,8 @@ impl<T> Handoff<T> {
         Poll::Pending
     }
 
-    fn wait_blocking(&self) -> Result<T, RemoteJoinError> {
+    /// Waits for the outcome by blocking the calling thread.
+    pub(crate) fn wait_blocking(&self) -> Result<T, RemoteJoinError> {
         let mut st = self.lock();
         loop {
             if let Some(r) = st.result.take() {

@@ -64,8 +64,9 @@
 //!      the C library's blocking socket and sleep calls, which pause only
 //!      the calling task when made from one.
 //! 5. The public faces.
-//!    - [`raw`], [`diag`]: the protocol for building your own primitives;
-//!      tuning and diagnostics.
+//!    - [`raw`], [`diag`], `model`: the protocol for building your own
+//!      primitives; tuning and diagnostics; with `--cfg loom` only, the
+//!      entry points of the model checks of the cross-thread protocols.
 //!    - this root (`lib`): the everyday calls.
 //!
 //! # Platforms
@@ -199,6 +200,9 @@ mod time;
 mod timeout;
 // Layer 5: the public faces.
 pub mod diag;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod model;
 pub mod raw;
 
 pub use blocking::{spawn_blocking, BlockingHandle};
@@ -208,12 +212,15 @@ pub use handoff::RemoteJoinError;
 #[cfg(feature = "tokio")]
 pub use on_tokio::{on_tokio, tokio_handle, tokio_runtime};
 pub use protocol::TaskId;
-pub use runtime::{Runtime, RuntimeBuilder, WorkerHandle};
+pub use runtime::{Runtime, RuntimeBuilder, SpawnHandle, WorkerHandle};
 pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 pub use task_local::{AccessError, LocalKey};
-pub use time::{now, sleep, sleep_future, sleep_until, sleep_until_future, yield_now, Sleep};
+pub use time::{
+    interval, interval_at, now, sleep, sleep_future, sleep_until, sleep_until_future, yield_now,
+    Interval, MissedTickBehavior, Sleep,
+};
 pub use timeout::{timeout, timeout_at, Elapsed};
 
 /// Runs `f` as the main task of a new scheduler on this thread, drives the

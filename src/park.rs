@@ -183,6 +183,13 @@ impl RemoteUnparker {
         }
     }
 
+    /// An unparker of the pause `wait` through `queue`, for a model check's
+    /// stand-in scheduler.
+    #[cfg(loom)]
+    pub(crate) fn model(wait: WaitToken, queue: Arc<RemoteQueue>) -> RemoteUnparker {
+        RemoteUnparker { wait, queue }
+    }
+
     /// Queues the wake-up and interrupts the target scheduler's poll. Whether
     /// the task was still parked is decided over there; a stale token is
     /// ignored.
@@ -201,5 +208,36 @@ pub(crate) struct ClockExempt {
 impl Drop for ClockExempt {
     fn drop(&mut self) {
         self.queue.set_exempt(self.n, false);
+    }
+}
+
+/// How a waiter inside a task pauses for a wake-up from another thread.
+///
+/// The cross-thread protocols (the hand-off slot, `block_on`'s waker) take
+/// it as a parameter rather than calling [`park`] themselves, so that the
+/// model checks can put a plain thread in the task's place and run the
+/// protocol's very code.
+pub(crate) trait Pause {
+    /// A fresh pause: its token, and the handle that ends it from any
+    /// thread.
+    fn prepare(&mut self) -> (ParkToken, RemoteUnparker);
+
+    /// Pauses until `token` is unparked or `deadline` passes.
+    /// [`Resume::Cancelled`] says the caller cannot pause (it is
+    /// unwinding).
+    fn park(&mut self, token: ParkToken, deadline: Option<Instant>) -> Resume;
+}
+
+/// The calling task's pauses: [`park_token`] and [`park`].
+pub(crate) struct InTask;
+
+impl Pause for InTask {
+    fn prepare(&mut self) -> (ParkToken, RemoteUnparker) {
+        let token = park_token();
+        (token, token.remote())
+    }
+
+    fn park(&mut self, token: ParkToken, deadline: Option<Instant>) -> Resume {
+        park(token, deadline)
     }
 }

@@ -228,3 +228,159 @@ impl Drop for Sleep {
         self.disarm();
     }
 }
+
+/// What an [`Interval`] does about ticks it missed because its task came to
+/// [`tick`](Interval::tick) late (it held the thread, or waited elsewhere):
+/// the meaning tokio gives the same names.
+///
+/// Suppose a period of 10 ms, ticks due at 10, 20, 30 ms…, and a task that
+/// calls `tick` at 35 ms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MissedTickBehavior {
+    /// Catch up: the missed ticks (20, 30) come at once, one per call, then
+    /// the schedule goes on as before (40, 50…). The default; for counters
+    /// that must count every period.
+    #[default]
+    Burst,
+    /// Start over: the late tick comes now and the next one a full period
+    /// after it (45, 55…). For "at least this long between runs".
+    Delay,
+    /// Drop the missed ticks: the late tick comes now and the next one on
+    /// the old schedule (40, 50…). For sampling, where a tick's work covers
+    /// whatever was missed.
+    Skip,
+}
+
+impl MissedTickBehavior {
+    /// When the tick after one due at `due`, taken at `now`, is due.
+    fn next(self, due: Instant, now: Instant, period: Duration) -> Instant {
+        match self {
+            MissedTickBehavior::Burst => due + period,
+            MissedTickBehavior::Delay => now + period,
+            MissedTickBehavior::Skip => {
+                let late = (now - due).as_nanos() % period.as_nanos();
+                // `late < period`, which fits in u64 nanoseconds for any
+                // period anyone ticks at.
+                now + period - Duration::from_nanos(u64::try_from(late).unwrap_or(u64::MAX))
+            }
+        }
+    }
+}
+
+/// A tick late by more than this counts as missed: a tick a hair late (the
+/// timer's granularity, a busy turn) keeps the schedule under every
+/// behaviour.
+const MISSED_AFTER: Duration = Duration::from_millis(5);
+
+/// Ticks every `period`, the first one at once: [`Interval::tick`] pauses
+/// the task until the next tick is due.
+///
+/// Unlike `loop { work(); sleep(period) }`, the ticks keep to a schedule:
+/// the time the work takes does not push them later. Each tick is one
+/// timer on the scheduler's timer heap, armed when `tick` pauses.
+///
+/// # Panics
+///
+/// If `period` is zero.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// yieldloop::run(|| {
+///     let start = Instant::now();
+///     let mut every = yieldloop::interval(Duration::from_millis(10));
+///     every.tick(); // the first tick: at once
+///     every.tick();
+///     every.tick();
+///     assert!(start.elapsed() >= Duration::from_millis(20));
+/// });
+/// ```
+pub fn interval(period: Duration) -> Interval {
+    interval_at(crate::timer::now(), period)
+}
+
+/// Ticks every `period`, the first one at `start`.
+///
+/// # Panics
+///
+/// If `period` is zero.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// yieldloop::run(|| {
+///     let start = Instant::now() + Duration::from_millis(10);
+///     let mut every = yieldloop::interval_at(start, Duration::from_millis(10));
+///     assert_eq!(every.tick(), start);
+///     assert_eq!(every.tick(), start + Duration::from_millis(10));
+/// });
+/// ```
+pub fn interval_at(start: Instant, period: Duration) -> Interval {
+    assert!(!period.is_zero(), "yieldloop: an interval's period is zero");
+    Interval {
+        due: start,
+        period,
+        missed: MissedTickBehavior::default(),
+    }
+}
+
+/// A schedule of ticks; see [`interval`].
+#[derive(Debug)]
+pub struct Interval {
+    /// When the next tick is due.
+    due: Instant,
+    period: Duration,
+    missed: MissedTickBehavior,
+}
+
+impl Interval {
+    /// Pauses the calling task until the next tick is due, and returns the
+    /// instant it was due at (not the, later, instant the task woke).
+    ///
+    /// # Cancellation
+    ///
+    /// Inside a [`timeout`](crate::timeout()) scope that expires, or
+    /// cancelled, the task stops waiting and the tick stays due: the next
+    /// call takes it.
+    ///
+    /// # Panics
+    ///
+    /// When called outside a task.
+    pub fn tick(&mut self) -> Instant {
+        let due = self.due;
+        if crate::timer::now() < due {
+            sleep_until(due);
+        }
+        let now = crate::timer::now();
+        self.due = if now > due + MISSED_AFTER {
+            self.missed.next(due, now, self.period)
+        } else {
+            due + self.period
+        };
+        due
+    }
+
+    /// Makes the next tick due a full period from now.
+    pub fn reset(&mut self) {
+        self.due = crate::timer::now() + self.period;
+    }
+
+    /// Sets what happens to ticks missed from now on.
+    pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
+        self.missed = behavior;
+    }
+
+    /// What happens to missed ticks.
+    pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
+        self.missed
+    }
+
+    /// The time between ticks.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+}

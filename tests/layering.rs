@@ -59,7 +59,7 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         name: "The public faces",
-        ranks: &[&["raw", "diag"], &["lib"]],
+        ranks: &[&["raw", "diag", "model"], &["lib"]],
     },
 ];
 

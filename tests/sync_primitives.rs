@@ -7,7 +7,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use yieldloop::sync::{Barrier, Event, Mutex, Notify, Semaphore, WaitGroup};
+use yieldloop::sync::local::{Barrier, Event, Mutex, Notify, Semaphore, WaitGroup};
 use yieldloop::{sleep, spawn, yield_now};
 
 use util::within;

@@ -6,10 +6,14 @@
 //	gobench sleepers --n N
 //	gobench echo --addr 127.0.0.1:PORT
 //	gobench handover --bench pingpong|bounded|mutex|yield|spawn|scope|blockon [--ops N]
+//	gobench xmutex --bench contended|uncontended|uncontended_local [--ops N]
+//	gobench fanout --bench broadcast|skewed [--n N] [--receivers R] [--seed S]
 //
-// Everything runs with one P (GOMAXPROCS=1), for parity with the other
-// runtimes' single scheduler thread: bench/run.sh sets the environment
-// variable, and main sets it again in case the binary is run by hand.
+// Everything but xmutex and fanout runs with one P (GOMAXPROCS=1), for
+// parity with the other runtimes' single scheduler thread: bench/run.sh
+// sets the environment variable, and main sets it again in case the binary
+// is run by hand. xmutex, which compares locks between two worker threads,
+// and fanout, which spreads work over two workers, set two.
 // Standard library only.
 package main
 
@@ -33,6 +37,10 @@ func main() {
 		echoMain(args)
 	case "handover":
 		handoverMain(args)
+	case "xmutex":
+		xmutexMain(args)
+	case "fanout":
+		fanoutMain(args)
 	default:
 		usage()
 	}
@@ -41,7 +49,9 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: gobench sleepers --n N\n"+
 		"       gobench echo --addr HOST:PORT\n"+
-		"       gobench handover --bench B [--ops N]")
+		"       gobench handover --bench B [--ops N]\n"+
+		"       gobench xmutex --bench B [--ops N]\n"+
+		"       gobench fanout --bench broadcast|skewed [--n N] [--receivers R] [--seed S]")
 	os.Exit(2)
 }
 

@@ -35,7 +35,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use yieldloop::sync::Semaphore;
+use yieldloop::sync::local::Semaphore;
 
 /// What a [`Pool`] needs to know about its connections.
 ///

@@ -68,7 +68,7 @@ fn hundred_blpops(addr: SocketAddr) -> Run {
         let ticker = util::ticker(stop.clone());
         yieldloop::sleep(Duration::from_millis(10));
         let start = Instant::now();
-        let go = Rc::new(yieldloop::sync::Event::new());
+        let go = Rc::new(yieldloop::sync::local::Event::new());
         let connected = Rc::new(Cell::new(0usize));
         let tasks: Vec<_> = (0..TASKS)
             .map(|i| {

@@ -329,7 +329,7 @@ pub(super) unsafe fn poll(
     if pause::cancelled() {
         return fail(CANCELLED);
     }
-    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    let deadline = timeout.and_then(|t| crate::timer::now().checked_add(t));
     let given: &[libc::pollfd] = if fds.is_null() || n == 0 {
         // A poll of nothing (a sleep) may pass a null array.
         &[]
@@ -415,7 +415,7 @@ pub(super) fn sleep(d: Duration) {
     if pause::cancelled() {
         return;
     }
-    let Some(at) = Instant::now().checked_add(d) else {
+    let Some(at) = crate::timer::now().checked_add(d) else {
         // Longer than the clock can count: forever.
         let _ = pause::pause(None, false, |dl| {
             crate::protocol::Op::Park(crate::park::park_token(), dl)
@@ -428,7 +428,7 @@ pub(super) fn sleep(d: Duration) {
         }) {
             // `Wait` is answered once its deadline is reached.
             Woke::Ready | Woke::TimedOut => {
-                if Instant::now() >= at {
+                if crate::timer::now() >= at {
                     return;
                 }
             }

@@ -121,7 +121,7 @@ pub(super) fn pause(
         // expired already ends every call inside it at once, and a library
         // that retries on the error would spin, holding the thread: each
         // such call lets the other tasks run first.
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if deadline.is_some_and(|d| crate::timer::now() >= d) {
             if scope.is_some() {
                 let _ = cx.pause_foreign(Op::Yield);
                 if cx.foreign_cancelled() {
@@ -167,13 +167,13 @@ pub(super) fn wait_fd(fd: c_int, write: bool, deadline: Option<Instant>) -> Woke
 /// The fallback wait for a descriptor the reactor cannot watch: a short
 /// sleep, then the caller tries again.
 pub(super) fn retry_soon(deadline: Option<Instant>) -> Woke {
-    let soon = Instant::now() + Duration::from_millis(1);
+    let soon = crate::timer::now() + Duration::from_millis(1);
     let at = deadline.map_or(soon, |d| d.min(soon));
     // The short sleep is the pause's own deadline, so that only a scope
     // ending before it counts as the scope's expiry.
     match pause(Some(at), true, |d| Op::Wait(d.unwrap_or(at))) {
         // A deadline `<= now` is due.
-        Woke::Ready | Woke::TimedOut if deadline.is_some_and(|d| Instant::now() >= d) => {
+        Woke::Ready | Woke::TimedOut if deadline.is_some_and(|d| crate::timer::now() >= d) => {
             Woke::TimedOut
         }
         Woke::Ready | Woke::TimedOut => Woke::Ready,
@@ -185,7 +185,7 @@ pub(super) fn retry_soon(deadline: Option<Instant>) -> Woke {
 /// `SO_SNDTIMEO`), counted from now; `None` for none (or not a socket).
 pub(super) fn socket_deadline(fd: c_int, write: bool) -> Option<Instant> {
     let t = fds::socket_timeout(fd, write, |w| read_socket_timeout(fd, w))?;
-    Instant::now().checked_add(t)
+    crate::timer::now().checked_add(t)
 }
 
 /// The socket's `SO_RCVTIMEO` (`write`: `SO_SNDTIMEO`), asked of the

@@ -543,10 +543,10 @@ unsafe fn select_in_task(
         // SAFETY: the caller's sets, a zero timeout of ours.
         unsafe { real::select(nfds, r, w, e, &mut zero) }
     };
-    let start = std::time::Instant::now();
+    let start = crate::timer::now();
     let answer = |n: c_int| {
         if let (Some(t), false) = (t, timeout.is_null()) {
-            let left = t.saturating_sub(start.elapsed());
+            let left = t.saturating_sub(crate::timer::now().saturating_duration_since(start));
             // SAFETY: the caller's non-null `timeval`.
             unsafe {
                 (*timeout).tv_sec = left.as_secs() as _;

@@ -55,6 +55,8 @@ mod timerfd;
 mod wait;
 
 pub(crate) use read_events::{ReadEvents, ReadMarkSlot};
+#[cfg(loom)]
+pub(crate) use remote::model as remote_model;
 pub(crate) use remote::RemoteQueue;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 use timerfd::TimerFd;

@@ -25,6 +25,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::io;
 use std::panic;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 
@@ -33,7 +34,7 @@ use crate::handoff::{Handoff, RemoteJoinError};
 mod affinity;
 mod worker;
 
-use worker::{run_job, worker_thread, Inbox, Job, Worker, CURRENT_WORKER};
+use worker::{run_job, worker_thread, Inbox, Job, Pool, Worker, CURRENT_WORKER};
 
 /// Thread-per-core: a set of worker threads, each running its own
 /// scheduler.
@@ -78,6 +79,8 @@ use worker::{run_job, worker_thread, Inbox, Job, Worker, CURRENT_WORKER};
 /// ```
 pub struct Runtime {
     workers: Vec<Worker>,
+    /// The jobs of [`spawn`](Self::spawn) that no worker has started yet.
+    pool: Arc<Pool>,
 }
 
 impl fmt::Debug for Runtime {
@@ -164,6 +167,59 @@ impl Runtime {
         WorkerHandle { slot, worker }
     }
 
+    /// Runs `f` as a new task on whichever worker starts it first, and
+    /// returns a handle to its value: balanced placement for work of
+    /// uneven cost.
+    ///
+    /// The job waits in a queue the workers share. Each worker's main task
+    /// takes one job from it per turn it gets (a few while a long backlog
+    /// waits, the last ones singly), and a spawn wakes the
+    /// least-loaded idle worker (by the live tasks and run-queue depth
+    /// each publishes): so an idle worker takes the next job as soon as
+    /// the one it started pauses or ends, and a worker whose run queue is
+    /// long takes jobs rarely. Once started, the task never moves: like
+    /// [`spawn_on`](Self::spawn_on)'s, it may use `Rc` and thread-locals.
+    ///
+    /// The cost over `spawn_on`: one more lock (the shared queue) per job
+    /// or batch, and jobs start a turn of a worker's main task at a time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = yieldloop::Runtime::builder().workers(2).build().unwrap();
+    /// let handles: Vec<_> = (0..8u64)
+    ///     .map(|i| rt.spawn(move || (1..=i * 1000).sum::<u64>()))
+    ///     .collect();
+    /// // Joined from a plain thread; from a task on any worker works too.
+    /// let sums: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    /// assert_eq!(sums[2], 2000 * 2001 / 2);
+    /// ```
+    pub fn spawn<F, T>(&self, f: F) -> SpawnHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (slot, mut completer) = Handoff::new();
+        completer.set_drop_reason("the runtime shut down before the task started or finished");
+        let placed = Arc::new(AtomicUsize::new(NOT_PLACED));
+        let at = placed.clone();
+        let job: Job = Box::new(move || {
+            at.store(
+                Runtime::current_worker().unwrap_or(NOT_PLACED),
+                Ordering::Relaxed,
+            );
+            run_job(f, completer);
+        });
+        self.pool.push(job);
+        SpawnHandle {
+            handle: WorkerHandle {
+                slot,
+                worker: NOT_PLACED,
+            },
+            placed,
+        }
+    }
+
     /// Runs `f(worker)` on every worker, one task each, and returns the
     /// handles in worker order.
     ///
@@ -238,6 +294,7 @@ impl Runtime {
     }
 
     fn stop(&mut self) {
+        self.pool.close();
         for w in &self.workers {
             w.inbox.close();
         }
@@ -386,6 +443,7 @@ impl RuntimeBuilder {
         };
         let mut rt = Runtime {
             workers: Vec::with_capacity(n),
+            pool: Arc::new(Pool::new(n)),
         };
         let (ready_tx, ready_rx) = mpsc::channel::<io::Result<()>>();
         for i in 0..n {
@@ -393,10 +451,11 @@ impl RuntimeBuilder {
             let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
             let ready = ready_tx.clone();
             let theirs = inbox.clone();
+            let pool = rt.pool.clone();
             let (stack_size, paused) = (self.stack_size, self.paused);
             let thread = thread::Builder::new()
                 .name(format!("{}-{i}", self.name))
-                .spawn(move || worker_thread(i, cpu, &theirs, stack_size, paused, &ready))?;
+                .spawn(move || worker_thread(i, cpu, &theirs, &pool, stack_size, paused, &ready))?;
             rt.workers.push(Worker {
                 inbox,
                 thread: Some(thread),
@@ -486,5 +545,72 @@ impl<T> std::future::Future for WorkerHandle<T> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
         self.slot.poll(cx)
+    }
+}
+
+/// [`SpawnHandle::worker`] before the task has started.
+const NOT_PLACED: usize = usize::MAX;
+
+/// An owned permission to wait for the value of a task started with
+/// [`Runtime::spawn`].
+///
+/// It is `Send`: join it from a task on any worker or scheduler (the task
+/// pauses) or from a plain thread (the thread blocks), or `.await` it.
+/// Dropping it detaches the task.
+pub struct SpawnHandle<T> {
+    /// The hand-off the value comes through; its worker is not known when
+    /// it is made.
+    handle: WorkerHandle<T>,
+    /// The worker that started the task, or [`NOT_PLACED`].
+    placed: Arc<AtomicUsize>,
+}
+
+impl<T> fmt::Debug for SpawnHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpawnHandle")
+            .field("worker", &self.worker())
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+impl<T> SpawnHandle<T> {
+    /// The worker the task runs on; `None` until one has started it.
+    pub fn worker(&self) -> Option<usize> {
+        Some(self.placed.load(Ordering::Relaxed)).filter(|&w| w != NOT_PLACED)
+    }
+
+    /// True once the task has returned, panicked or been cancelled. Never
+    /// pauses.
+    pub fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// Waits for the task's value, as [`WorkerHandle::join`] does: inside a
+    /// task this pauses only the task; outside any task it blocks the
+    /// thread.
+    ///
+    /// # Errors
+    ///
+    /// As for [`WorkerHandle::join`].
+    pub fn join(self) -> Result<T, RemoteJoinError> {
+        self.handle.join()
+    }
+}
+
+/// Awaiting the handle waits for the task's value, as
+/// [`WorkerHandle`]'s does.
+///
+/// # Panics
+///
+/// If polled again after it has returned its output.
+impl<T> std::future::Future for SpawnHandle<T> {
+    type Output = Result<T, RemoteJoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.handle).poll(cx)
     }
 }

@@ -5,6 +5,7 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::thread;
 
@@ -94,6 +95,97 @@ impl Inbox {
     }
 }
 
+/// The jobs of [`Runtime::spawn`](super::Runtime::spawn), which no worker
+/// has started yet, and what the workers publish to be chosen by.
+///
+/// A job is not given to a worker when it is spawned but taken by one when
+/// it starts: each worker's main task takes one job per turn it gets (a
+/// few while a long backlog waits; see [`Pool::take`]) (so a
+/// worker busy with many runnable tasks takes jobs more slowly than an idle
+/// one, whose main task runs again as soon as the job it started pauses or
+/// ends). A spawn wakes the least-loaded of the workers whose main task is
+/// parked, by the loads they published.
+pub(super) struct Pool {
+    state: Mutex<PoolState>,
+    /// Per worker: its scheduler's live tasks plus run-queue depth, as its
+    /// main task saw them on its last turn. Relaxed: a hint, read to choose.
+    loads: Vec<AtomicUsize>,
+}
+
+struct PoolState {
+    jobs: VecDeque<Job>,
+    /// Workers whose main task is parked with nothing to do, with the way
+    /// to wake it.
+    idle: Vec<(usize, RemoteUnparker)>,
+    /// Set by shutdown: jobs are dropped, not queued.
+    closed: bool,
+}
+
+impl Pool {
+    pub(super) fn new(workers: usize) -> Pool {
+        Pool {
+            state: Mutex::new(PoolState {
+                jobs: VecDeque::new(),
+                idle: Vec::new(),
+                closed: false,
+            }),
+            loads: (0..workers).map(|_| AtomicUsize::new(0)).collect(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        // Held for a few moves only, and nothing in those panics.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `job` for whichever worker starts it first, waking the
+    /// least-loaded idle worker; drops it (its handle reports the
+    /// cancellation) if the runtime is shutting down.
+    pub(super) fn push(&self, job: Job) {
+        let woken = {
+            let mut st = self.lock();
+            if st.closed {
+                drop(st);
+                drop(job);
+                return;
+            }
+            st.jobs.push_back(job);
+            let least = (0..st.idle.len())
+                .min_by_key(|&i| self.loads[st.idle[i].0].load(Ordering::Relaxed));
+            least.map(|i| st.idle.swap_remove(i).1)
+        };
+        if let Some(w) = woken {
+            w.unpark();
+        }
+    }
+
+    /// Takes the oldest jobs into `out`: one, or while many wait a few
+    /// (an eighth of the backlog per worker, at most [`BATCH`]), so that a
+    /// long queue costs fewer turns; the last jobs go one at a time, which
+    /// is where balance matters.
+    fn take(&self, out: &mut Vec<Job>) {
+        let mut st = self.lock();
+        let n = (st.jobs.len() / (8 * self.loads.len())).clamp(1, BATCH);
+        let n = n.min(st.jobs.len());
+        out.extend(st.jobs.drain(..n));
+    }
+
+    /// Drops the jobs not started and refuses new ones.
+    pub(super) fn close(&self) {
+        let jobs = {
+            let mut st = self.lock();
+            st.closed = true;
+            st.idle.clear();
+            std::mem::take(&mut st.jobs)
+        };
+        // Dropped outside the lock: a job's drop wakes its waiter.
+        drop(jobs);
+    }
+}
+
+/// The most jobs a worker takes from the shared queue in one turn.
+const BATCH: usize = 8;
+
 /// Runs one job's closure as a task body and delivers its outcome.
 pub(super) fn run_job<F, T>(f: F, completer: Completer<T>)
 where
@@ -113,10 +205,24 @@ where
 }
 
 /// A worker thread's main task: take jobs from the inbox, spawn a task for
-/// each, park until more come; return once the inbox is closed (which makes
-/// `run` cancel the tasks left).
-fn worker_main(inbox: &Inbox, stack_size: usize) {
+/// each; take a job (or a few) of the shared pool per turn; park until
+/// more come; return once the inbox is closed (which makes `run` cancel
+/// the tasks left).
+fn worker_main(index: usize, inbox: &Inbox, pool: &Pool, stack_size: usize) {
+    let start = |job: Job| {
+        // Without a stack the job is dropped, which tells its handle.
+        if let Err(e) = crate::spawn::Builder::new()
+            .stack_size(stack_size)
+            .spawn(job)
+        {
+            eprintln!("yieldloop: runtime worker cannot start a task: {e}");
+        }
+    };
+    let mut taken = Vec::with_capacity(BATCH);
     loop {
+        // This task itself is not counted.
+        let load = crate::scheduler::with_scheduler("Runtime", |s| s.load()).saturating_sub(1);
+        pool.loads[index].store(load, Ordering::Relaxed);
         let jobs = {
             let mut st = inbox.lock();
             if st.closed {
@@ -124,38 +230,45 @@ fn worker_main(inbox: &Inbox, stack_size: usize) {
             }
             std::mem::take(&mut st.jobs)
         };
-        if jobs.is_empty() {
-            // Token and unparker are made outside the lock.
-            let token = park_token();
-            let remote = token.remote();
-            // This clone and the one left in the inbox bring jobs, they end
-            // no wait: a paused clock may jump past them.
-            let exempt = remote.exempt_from_clock(2);
-            {
-                let mut st = inbox.lock();
-                if st.closed || !st.jobs.is_empty() {
-                    continue;
-                }
-                // The clone kept here while parked tells the scheduler that
-                // a wake-up from another thread is still possible, until this
-                // task has actually been woken (see `handoff`).
-                st.waiter = Some(remote.clone());
-            }
-            // Nothing pauses between leaving the unparker and parking.
-            let _ = park(token, None);
-            drop(remote);
-            drop(exempt);
+        let had_jobs = !jobs.is_empty();
+        jobs.into_iter().for_each(start);
+        pool.take(&mut taken);
+        if !taken.is_empty() {
+            taken.drain(..).for_each(start);
+            // The jobs run before this task's next turn.
+            crate::time::yield_now();
             continue;
         }
-        for job in jobs {
-            // Without a stack the job is dropped, which tells its handle.
-            if let Err(e) = crate::spawn::Builder::new()
-                .stack_size(stack_size)
-                .spawn(job)
-            {
-                eprintln!("yieldloop: runtime worker cannot start a task: {e}");
-            }
+        if had_jobs {
+            continue;
         }
+        // Token and unparker are made outside the locks.
+        let token = park_token();
+        let remote = token.remote();
+        // This clone and the two left in the inbox and the pool bring jobs,
+        // they end no wait: a paused clock may jump past them.
+        let exempt = remote.exempt_from_clock(3);
+        {
+            let mut st = inbox.lock();
+            if st.closed || !st.jobs.is_empty() {
+                continue;
+            }
+            let mut ps = pool.lock();
+            if !ps.jobs.is_empty() {
+                continue;
+            }
+            // The clones kept here while parked tell the scheduler that a
+            // wake-up from another thread is still possible, until this
+            // task has actually been woken (see `handoff`).
+            st.waiter = Some(remote.clone());
+            ps.idle.push((index, remote.clone()));
+        }
+        // Nothing pauses between leaving the unparker and parking.
+        let _ = park(token, None);
+        // Woken by the inbox, or by a spawn that took this entry already.
+        pool.lock().idle.retain(|(w, _)| *w != index);
+        drop(remote);
+        drop(exempt);
     }
 }
 
@@ -164,6 +277,7 @@ pub(super) fn worker_thread(
     index: usize,
     cpu: Option<usize>,
     inbox: &Arc<Inbox>,
+    pool: &Arc<Pool>,
     stack_size: usize,
     paused: bool,
     ready: &mpsc::Sender<io::Result<()>>,
@@ -185,10 +299,11 @@ pub(super) fn worker_thread(
     }
     CURRENT_WORKER.with(|c| c.set(Some(index)));
     let inbox = inbox.clone();
+    let pool = pool.clone();
     let ready = ready.clone();
     crate::spawn::run_clocked(paused, move || {
         let _ = ready.send(Ok(()));
         drop(ready);
-        worker_main(&inbox, stack_size);
+        worker_main(index, &inbox, &pool, stack_size);
     });
 }

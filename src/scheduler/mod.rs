@@ -243,6 +243,13 @@ impl Scheduler {
         self.core.borrow_mut().tasks.get_mut(id).is_some()
     }
 
+    /// How busy this scheduler is: its live tasks plus those queued to
+    /// run, the load [`Runtime::spawn`](crate::Runtime::spawn) compares.
+    pub(crate) fn load(&self) -> usize {
+        let core = self.core.borrow();
+        core.tasks.slab.len() + core.tasks.run_queue.len()
+    }
+
     /// True if the task of `w` is still in that wait.
     pub(crate) fn is_waiting(&self, w: WaitToken) -> bool {
         self.core.borrow().tasks.is_waiting(w)

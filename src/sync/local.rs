@@ -1,6 +1,8 @@
-//! Single-thread channels: [`channel`], [`sync_channel`] and their handles,
-//! for tasks of one scheduler. (For channels between threads, see
-//! [`mpsc`](super::mpsc), which has the same API.)
+//! Single-thread channels ([`channel`], [`sync_channel`] and their
+//! handles) and synchronisation ([`Mutex`], [`Semaphore`], [`WaitGroup`],
+//! [`Barrier`], [`Notify`], [`Event`]), for the tasks of one scheduler.
+//! (For channels between threads, see [`mpsc`](super::mpsc), which has the
+//! same API.)
 //!
 //! ```
 //! use yieldloop::sync::local;
@@ -34,6 +36,11 @@ use super::select::sealed::Fired;
 use super::waitq::WaitQueue;
 use crate::park::RemoteUnparker;
 use crate::protocol::ParkToken;
+
+pub use super::mutex::{Mutex, MutexGuard};
+pub use super::notify::{Event, Notify};
+pub use super::semaphore::{Semaphore, SemaphorePermit};
+pub use super::waitgroup::{Barrier, BarrierWaitResult, WaitGroup};
 
 /// The single-thread flavor of the channel core.
 #[derive(Debug)]

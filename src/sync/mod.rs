@@ -1,15 +1,18 @@
-//! Synchronisation between tasks: channels, select, mutex, semaphore, wait
-//! group, barrier, notify and event.
+//! Synchronisation between tasks: channels, select, mutex, read-write
+//! lock, semaphore, wait group, barrier, notify, once cell and condition
+//! variable, each across threads or, in [`local`], for one thread.
 //!
 //! Every waiting operation here pauses the calling *task*, never the
-//! thread: the scheduler goes on running the thread's other tasks. All of
-//! them are built the same way on [`ParkToken`](crate::raw::ParkToken): a
-//! waiting task takes a token, publishes it in the primitive's FIFO waiter
-//! queue and parks; whoever makes progress possible unparks the first
-//! waiter whose token still names a pause, skipping (and so never waking)
-//! tasks that timed out or are being torn down. Waiters are served in the
-//! order they came, and what one is handed (a lock, a permit, a message
-//! wake-up) is never lost if it goes away before using it.
+//! thread: the scheduler goes on running the thread's other tasks. (The
+//! cross-thread kinds may also be used from plain threads, which they
+//! block.) All of them are built the same way on
+//! [`ParkToken`](crate::raw::ParkToken): a waiting task takes a token,
+//! publishes it in the primitive's FIFO waiter queue and parks; whoever
+//! makes progress possible unparks the first waiter still waiting,
+//! skipping (and so never waking) tasks that timed out or are being torn
+//! down. Waiters are served in the order they came, and what one is handed
+//! (a lock, a permit, a message wake-up) is never lost if it goes away
+//! before using it.
 //!
 //! # Which thread
 //!
@@ -17,12 +20,29 @@
 //! |---|---|
 //! | [`local::channel`], [`local::sync_channel`], [`oneshot`] | one thread (`Rc`/`RefCell`, no locks) |
 //! | [`mpsc::channel`], [`mpsc::sync_channel`] | any: tasks on several schedulers, and plain threads |
-//! | [`Select`] | one thread; waits on channels of both kinds |
-//! | [`Mutex`], [`Semaphore`], [`WaitGroup`], [`Barrier`], [`Notify`], [`Event`] | one thread: share them between the tasks of one scheduler through an `Rc` |
+//! | [`Select`] | one thread; receives from and sends to channels of both kinds |
+//! | [`watch::channel`] (the latest value), [`broadcast::channel`] (every value to every receiver) | any: tasks on several schedulers, and plain threads |
+//! | [`Mutex`], [`RwLock`], [`Semaphore`], [`Notify`], [`Barrier`], [`WaitGroup`], [`OnceCell`], [`Condvar`] | any: tasks on several schedulers (a waiting task pauses), and plain threads (a waiting thread blocks); share them through an `Arc` |
+//! | [`local::Mutex`], [`local::Semaphore`], [`local::WaitGroup`], [`local::Barrier`], [`local::Notify`], [`local::Event`] | one thread: share them between the tasks of one scheduler through an `Rc` |
 //!
 //! The single-thread types are not `Send` (or hold no waiters across
 //! threads): their waiters are tasks of one scheduler, woken without any
-//! atomic operation.
+//! atomic operation. The cross-thread ones keep their state behind a std
+//! mutex held for a few instructions (never across a pause) and wake a
+//! task on another thread through its scheduler's cross-thread queue.
+//!
+//! # Which to use
+//!
+//! Data touched only by the tasks of one scheduler (a connection's state,
+//! a per-worker cache) takes the [`local`] kinds: no atomic operation at
+//! all, and they cannot leave the thread by mistake. Data shared by the
+//! workers of a [`Runtime`](crate::Runtime), or with plain threads, takes
+//! the cross-thread kinds. An uncontended [`Mutex`] costs one
+//! compare-and-swap to lock and one to unlock (about twice the
+//! single-thread one's price, see the `xmutex` rows of the benchmarks); a
+//! contended hand-over to a task on another worker costs a wake-up of that
+//! worker's thread, microseconds rather than the nanoseconds of a
+//! hand-over between tasks of one thread.
 //!
 //! # Cancellation and timeouts
 //!
@@ -36,7 +56,13 @@
 //!   next waiter;
 //! - a receiver picked to take a message wakes the next receiver instead;
 //! - a parked sender withdraws its value (a send either happened or not);
-//! - a barrier waiter withdraws its arrival.
+//! - a barrier waiter withdraws its arrival;
+//! - an initialiser of a [`OnceCell`] that is unwound leaves the cell
+//!   empty for the next waiter to try.
+//!
+//! A waiter whose own deadline passes just as it is handed a lock, permit
+//! or notification keeps it: the call succeeds. The cross-thread kinds
+//! follow the same rules; there a plain thread can only time out.
 //!
 //! A task that is already unwinding cannot pause. A waiting call made then
 //! (from a destructor, say) fails where it can report an error (channel
@@ -49,17 +75,23 @@
 //! - `waitq`: the waiter queue and park step everything here is made of.
 //! - `chan`: the channel core (state, rules, handle plumbing) that both
 //!   channel kinds share, made single-thread or cross-thread by a flavor.
-//! - `chan`: the one channel core under both kinds of channel.
 //! - [`local`]: the single-thread channels, [`local::channel`] and
-//!   [`local::sync_channel`]; `oneshot`: [`oneshot`].
+//!   [`local::sync_channel`], and the single-thread primitives below;
+//!   `oneshot`: [`oneshot`].
 //! - `error`: [`SendError`], [`TrySendError`], [`RecvError`],
 //!   [`TryRecvError`], [`RecvTimeoutError`].
 //! - [`mpsc`]: the cross-thread channels.
+//! - [`watch`], [`broadcast`]: the cross-thread channels of the latest
+//!   value and of every value to every receiver; `xwait`: their wait list,
+//!   whose waiters (tasks of any scheduler, plain threads) wake all at
+//!   once.
 //! - `select`: [`Select`].
-//! - `semaphore`: [`Semaphore`]; `mutex`: [`Mutex`] (a one-permit
-//!   semaphore around a `RefCell`).
-//! - `waitgroup`: [`WaitGroup`], [`Barrier`]; `notify`: [`Notify`],
-//!   [`Event`].
+//! - `cross`: the cross-thread primitives, on one waiter queue of tasks or
+//!   threads behind a std mutex.
+//! - `semaphore`: [`local::Semaphore`]; `mutex`: [`local::Mutex`] (a
+//!   one-permit semaphore around a `RefCell`).
+//! - `waitgroup`: [`local::WaitGroup`], [`local::Barrier`]; `notify`:
+//!   [`local::Notify`], [`local::Event`].
 //!
 //! # Example
 //!
@@ -90,7 +122,9 @@
 //! });
 //! ```
 
+pub mod broadcast;
 mod chan;
+mod cross;
 mod error;
 pub mod local;
 pub mod mpsc;
@@ -101,11 +135,14 @@ mod select;
 mod semaphore;
 mod waitgroup;
 mod waitq;
+pub mod watch;
+mod xwait;
 
+pub use cross::{
+    Barrier, Condvar, Mutex, MutexGuard, Notify, OnceCell, RwLock, RwLockReadGuard,
+    RwLockWriteGuard, Semaphore, SemaphorePermit, WaitGroup, WaitTimeoutResult,
+};
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
-pub use mutex::{Mutex, MutexGuard};
-pub use notify::{Event, Notify};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
-pub use select::{Select, Selectable};
-pub use semaphore::{Semaphore, SemaphorePermit};
-pub use waitgroup::{Barrier, BarrierWaitResult, WaitGroup};
+pub use select::{Select, Selectable, SelectableSender};
+pub use waitgroup::BarrierWaitResult;

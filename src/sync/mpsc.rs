@@ -63,8 +63,7 @@
 //! plain.join().unwrap();
 //! ```
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, PoisonError};
+use std::sync::PoisonError;
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
@@ -74,6 +73,8 @@ use super::select::sealed::Fired;
 use super::waitq::WaitQueue;
 use crate::park::RemoteUnparker;
 use crate::protocol::ParkToken;
+use crate::shared::atomic::{AtomicBool, Ordering};
+use crate::shared::{Arc, Condvar};
 
 thread_local! {
     /// This thread's id, without the `Arc` clone of `thread::current()`.
@@ -189,7 +190,7 @@ fn in_task() -> bool {
 
 // `#[inline]` throughout, for the reason given at the single-thread flavor.
 impl Flavor for CrossThread {
-    type Lock<S> = std::sync::Mutex<S>;
+    type Lock<S> = crate::shared::Mutex<S>;
     type Receiver = TaskOrThread;
     type Sender = TaskOrThread;
 
@@ -234,11 +235,14 @@ impl Flavor for CrossThread {
         }
         // A plain thread sleeps on the condvar until a sender picks it.
         let fired = Arc::new(AtomicBool::new(false));
-        let reg = st.register((
-            TaskOrThread::thread(fired.clone()),
-            Fired::Shared(fired),
-            None,
-        ));
+        let reg = st.register(
+            (
+                TaskOrThread::thread(fired.clone()),
+                Fired::Shared(fired),
+                None,
+            ),
+            &chan.flavor,
+        );
         let cv = &chan.flavor.recv_cv;
         while !reg.fired.shared_get() {
             st = match deadline {

@@ -33,7 +33,7 @@ use super::semaphore::Semaphore;
 ///
 /// ```
 /// use std::{rc::Rc, time::Duration};
-/// use yieldloop::sync::Mutex;
+/// use yieldloop::sync::local::Mutex;
 ///
 /// yieldloop::run(|| {
 ///     let log = Rc::new(Mutex::new(Vec::new()));
@@ -97,7 +97,7 @@ impl<T: ?Sized> Mutex<T> {
     /// # Examples
     ///
     /// ```
-    /// let m = yieldloop::sync::Mutex::new(1);
+    /// let m = yieldloop::sync::local::Mutex::new(1);
     /// let g = m.try_lock().unwrap();
     /// assert!(m.try_lock().is_none());
     /// drop(g);

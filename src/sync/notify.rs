@@ -29,7 +29,7 @@ use crate::protocol::Resume;
 ///
 /// ```
 /// use std::rc::Rc;
-/// use yieldloop::sync::Notify;
+/// use yieldloop::sync::local::Notify;
 ///
 /// yieldloop::run(|| {
 ///     let ready = Rc::new(Notify::new());
@@ -164,7 +164,7 @@ impl fmt::Debug for Notify {
 ///
 /// ```
 /// use std::rc::Rc;
-/// use yieldloop::sync::Event;
+/// use yieldloop::sync::local::Event;
 ///
 /// yieldloop::run(|| {
 ///     let start = Rc::new(Event::new());

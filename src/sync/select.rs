@@ -1,4 +1,10 @@
-//! [`Select`]: wait for the first of several things.
+//! [`Select`]: wait for the first of several things, Go's `select`.
+//!
+//! A send case sends only when that needs no wait, during the scan; while
+//! the select waits, it sits in the channel's queue of waiters for room,
+//! all of which are woken when room comes (or a receiver, for a
+//! rendezvous), each to try again. So at most one send happens per wait,
+//! and a send case that loses keeps its value.
 //!
 //! A select takes one [`ParkToken`] per pause and publishes it in the
 //! waiter queue of every channel it watches, with a deadline on the park
@@ -46,10 +52,9 @@ use crate::stack::MIN_STACK_SIZE;
 /// The hooks a [`Select`] drives a receiver through; sealed, so the set of
 /// selectable types is this module's to decide.
 pub(crate) mod sealed {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-
     use crate::protocol::ParkToken;
+    use crate::shared::atomic::{AtomicBool, Ordering};
+    use crate::shared::Arc;
 
     /// How a registration learns it was the one a sender woke.
     #[derive(Debug)]
@@ -98,6 +103,16 @@ pub(crate) mod sealed {
         pub(crate) _keep: Option<crate::park::RemoteUnparker>,
     }
 
+    /// A bounded sender a [`Select`](super::Select) can send through.
+    pub trait SelectSend<T> {
+        /// Sends `value` if that can be done without waiting.
+        fn try_send(&self, value: T) -> Result<(), crate::sync::TrySendError<T>>;
+        /// Queues `token` to be woken when a send may succeed.
+        fn register(&self, token: ParkToken) -> Registration;
+        /// Takes the entry out again.
+        fn unregister(&self, reg: &Registration);
+    }
+
     /// A receiver a [`Select`](super::Select) can wait on.
     pub trait SelectRecv {
         /// True if a receive would not find the channel empty: a message
@@ -122,6 +137,55 @@ use sealed::{Registration, SelectRecv};
 /// It is sealed: it cannot be implemented outside this crate.
 pub trait Selectable: sealed::SelectRecv {}
 
+/// A bounded sender that [`Select::send`] accepts: the single-thread
+/// [`SyncSender`](super::local::SyncSender) and the cross-thread
+/// [`mpsc::SyncSender`](super::mpsc::SyncSender).
+///
+/// It is sealed: it cannot be implemented outside this crate.
+pub trait SelectableSender<T>: sealed::SelectSend<T> {}
+
+/// A send case: a sender and the slot its value waits in.
+trait SendCase {
+    /// Tries the send; true if the case is done (sent, or failed for good
+    /// because the receiver is gone), false if the channel is full.
+    fn attempt(&self) -> bool;
+    fn register(&self, token: ParkToken) -> Registration;
+    fn unregister(&self, reg: &Registration);
+}
+
+struct SendSlot<'a, T, S: ?Sized> {
+    tx: &'a S,
+    slot: &'a Cell<Option<T>>,
+}
+
+impl<T, S: SelectableSender<T> + ?Sized> SendCase for SendSlot<'_, T, S> {
+    fn attempt(&self) -> bool {
+        let Some(v) = self.slot.take() else {
+            // Nothing to send: sent by an earlier wait.
+            return true;
+        };
+        match self.tx.try_send(v) {
+            Ok(()) => true,
+            Err(crate::sync::TrySendError::Full(v)) => {
+                self.slot.set(Some(v));
+                false
+            }
+            Err(crate::sync::TrySendError::Disconnected(v)) => {
+                self.slot.set(Some(v));
+                true
+            }
+        }
+    }
+
+    fn register(&self, token: ParkToken) -> Registration {
+        self.tx.register(token)
+    }
+
+    fn unregister(&self, reg: &Registration) {
+        self.tx.unregister(reg);
+    }
+}
+
 /// Is a task finished? [`JoinHandle`] without its value type.
 trait Finished {
     fn finished(&self) -> bool;
@@ -135,6 +199,7 @@ impl<T> Finished for JoinHandle<T> {
 
 enum Case<'a> {
     Recv(&'a dyn SelectRecv),
+    Send(Box<dyn SendCase + 'a>),
     Io {
         io: IoId,
         write: bool,
@@ -185,6 +250,7 @@ impl Shared {
 /// | case | ready when |
 /// |---|---|
 /// | [`recv`](Self::recv) | a message waits, or the channel is closed (`try_recv` will not say `Empty`) |
+/// | [`send`](Self::send) | the value was sent (the bounded channel had room, or a receiver waited at a rendezvous), or the receiver is gone |
 /// | [`readable`](Self::readable) / [`writable`](Self::writable) | the socket had a readiness edge since the case was last reported |
 /// | [`join`](Self::join) | the task has ended |
 /// | [`deadline`](Self::deadline) / [`timeout`](Self::timeout) | the instant has passed (`timeout`: counted from the start of each `wait`) |
@@ -263,6 +329,50 @@ impl<'a> Select<'a> {
         self
     }
 
+    /// Adds a send case, Go's `case ch <- v`: the value waits in `slot`,
+    /// and the case is ready once the select has sent it through `tx` (a
+    /// bounded channel, single-thread or cross-thread), which it does only
+    /// when the send needs no wait: the channel has room, or for a
+    /// rendezvous a receiver waits. The select sends for at most one case
+    /// per [`wait`](Self::wait), the one it reports.
+    ///
+    /// If another case wins, the value stays in `slot`; once this case is
+    /// reported, `slot` is empty. The case is also reported, with the value
+    /// still in `slot`, when the receiver is gone and no send can succeed.
+    /// An empty `slot` counts as sent: the case is ready at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use yieldloop::sync::{local::sync_channel, Select};
+    ///
+    /// yieldloop::run(|| {
+    ///     let (tx, rx) = sync_channel::<u32>(1);
+    ///     tx.send(0).unwrap(); // full
+    ///     let (quit_tx, quit) = yieldloop::sync::local::channel::<()>();
+    ///     let reader = yieldloop::spawn(move || {
+    ///         yieldloop::sleep(std::time::Duration::from_millis(5));
+    ///         rx.recv().unwrap() + rx.recv().unwrap()
+    ///     });
+    ///     let slot = Cell::new(Some(7));
+    ///     let mut sel = Select::new().recv(&quit).send(&tx, &slot);
+    ///     assert_eq!(sel.wait(), 1); // room came, 7 was sent
+    ///     assert_eq!(slot.take(), None);
+    ///     drop(sel);
+    ///     drop(quit_tx);
+    ///     assert_eq!(reader.join().unwrap(), 7);
+    /// });
+    /// ```
+    pub fn send<T: 'a>(
+        mut self,
+        tx: &'a impl SelectableSender<T>,
+        slot: &'a Cell<Option<T>>,
+    ) -> Self {
+        self.cases.push(Case::Send(Box::new(SendSlot { tx, slot })));
+        self
+    }
+
     /// Adds a case that fires when the socket `io` becomes readable (or
     /// hangs up); see the edge-triggering note on [`Select`].
     pub fn readable(mut self, io: IoId) -> Self {
@@ -330,6 +440,17 @@ impl<'a> Select<'a> {
             }
             let token = park_token();
             let regs = self.register(token);
+            // A channel of another thread may have become ready between
+            // the scan and the registration, and found nobody to wake:
+            // look again, now that a wake-up would find this select.
+            if let Some(i) = self.scan(start) {
+                for f in self.unregister(&regs) {
+                    if f != i {
+                        self.pass_on(f);
+                    }
+                }
+                return i;
+            }
             self.shared.parked.set(Some(token));
             // Unwound while parked: leave every channel, handing on any
             // wake-up a channel gave this select.
@@ -371,6 +492,7 @@ impl<'a> Select<'a> {
             .enumerate()
             .position(|(i, case)| match case {
                 Case::Recv(rx) => rx.is_ready(),
+                Case::Send(tx) => tx.attempt(),
                 Case::Io { .. } => closed[i] || std::mem::take(&mut fired[i]),
                 Case::Join { handle, .. } => handle.finished(),
                 // A deadline `<= now` has passed.
@@ -397,6 +519,7 @@ impl<'a> Select<'a> {
             .enumerate()
             .filter_map(|(i, case)| match case {
                 Case::Recv(rx) => Some((i, rx.register(token))),
+                Case::Send(tx) => Some((i, tx.register(token))),
                 _ => None,
             })
             .collect()
@@ -408,6 +531,11 @@ impl<'a> Select<'a> {
         regs.iter()
             .filter_map(|(i, reg)| match &self.cases[*i] {
                 Case::Recv(rx) => rx.unregister(reg).then_some(*i),
+                // Woken with every other waiter for room: nothing to pass on.
+                Case::Send(tx) => {
+                    tx.unregister(reg);
+                    None
+                }
                 _ => None,
             })
             .collect()
@@ -492,6 +620,7 @@ impl fmt::Debug for Select<'_> {
             .iter()
             .map(|c| match c {
                 Case::Recv(_) => "recv",
+                Case::Send(_) => "send",
                 Case::Io { write: false, .. } => "readable",
                 Case::Io { write: true, .. } => "writable",
                 Case::Join { .. } => "join",

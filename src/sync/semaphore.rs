@@ -1,5 +1,5 @@
 //! [`Semaphore`]: a count of permits that tasks wait for, first come,
-//! first served. [`Mutex`](super::Mutex) is a semaphore of one permit.
+//! first served. [`Mutex`](super::local::Mutex) is a semaphore of one permit.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -28,7 +28,7 @@ use crate::protocol::Resume;
 ///
 /// ```
 /// use std::{cell::Cell, rc::Rc, time::Duration};
-/// use yieldloop::sync::Semaphore;
+/// use yieldloop::sync::local::Semaphore;
 ///
 /// yieldloop::run(|| {
 ///     let sem = Rc::new(Semaphore::new(2));
@@ -110,7 +110,7 @@ impl Semaphore {
     /// # Examples
     ///
     /// ```
-    /// let sem = yieldloop::sync::Semaphore::new(1);
+    /// let sem = yieldloop::sync::local::Semaphore::new(1);
     /// let first = sem.try_acquire();
     /// assert!(first.is_some());
     /// assert!(sem.try_acquire().is_none());
@@ -145,7 +145,7 @@ impl Semaphore {
         self.state.borrow_mut().try_take()
     }
 
-    /// Takes a permit without a guard, for [`Mutex`](super::Mutex).
+    /// Takes a permit without a guard, for [`Mutex`](super::local::Mutex).
     pub(crate) fn acquire_raw(&self) {
         if self.try_acquire_raw() {
             return;

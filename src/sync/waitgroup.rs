@@ -22,7 +22,7 @@ use crate::protocol::Resume;
 ///
 /// ```
 /// use std::{cell::Cell, rc::Rc, time::Duration};
-/// use yieldloop::sync::WaitGroup;
+/// use yieldloop::sync::local::WaitGroup;
 ///
 /// yieldloop::run(|| {
 ///     let wg = Rc::new(WaitGroup::new());
@@ -134,7 +134,7 @@ impl fmt::Debug for WaitGroup {
 ///
 /// ```
 /// use std::{cell::RefCell, rc::Rc};
-/// use yieldloop::sync::Barrier;
+/// use yieldloop::sync::local::Barrier;
 ///
 /// yieldloop::run(|| {
 ///     let barrier = Rc::new(Barrier::new(3));
@@ -177,6 +177,10 @@ pub struct BarrierWaitResult {
 }
 
 impl BarrierWaitResult {
+    pub(crate) fn new(leader: bool) -> BarrierWaitResult {
+        BarrierWaitResult { leader }
+    }
+
     /// True for exactly one task of each round: the last to arrive.
     pub fn is_leader(&self) -> bool {
         self.leader

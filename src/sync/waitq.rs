@@ -127,6 +127,11 @@ impl<E> WaitQueue<E> {
         self.entries.iter().map(|(_, e)| e)
     }
 
+    /// Every entry, front to back, to update in place.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut E> {
+        self.entries.iter_mut().map(|(_, e)| e)
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }

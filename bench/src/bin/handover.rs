@@ -22,7 +22,7 @@
 //! - `mutex`: two tasks each loop: take the lock, yield while holding it
 //!   (so the other task queues on it), release it (which hands it to the
 //!   queued task). One op is one hand-over of the lock. yieldloop
-//!   `sync::Mutex`, tokio `sync::Mutex`, may `sync::Mutex`.
+//!   `sync::local::Mutex`, tokio `sync::Mutex`, may `sync::Mutex`.
 //! - `yield`: two tasks each call the runtime's `yield_now` in a loop. One
 //!   op is one yield (a switch to the other task).
 //! - `spawn`: one task spawns a task that returns its argument and joins
@@ -83,8 +83,8 @@ type Measure = fn(bench: &str, ops: u64) -> Result<Duration, String>;
 mod yl {
     use super::*;
     use std::rc::Rc;
+    use yieldloop::sync::local::Mutex;
     use yieldloop::sync::local::{channel, sync_channel};
-    use yieldloop::sync::Mutex;
 
     pub fn measure(bench: &str, ops: u64) -> Result<Duration, String> {
         let bench = bench.to_string();

@@ -31,7 +31,7 @@ use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use yieldloop::sync::Event;
+use yieldloop::sync::local::Event;
 
 struct Args {
     mode: String,

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use yieldloop::net::{TcpListener, ToSocketAddrs};
 use yieldloop::signal::{Signals, SIGINT, SIGTERM};
-use yieldloop::sync::{mpsc, Event};
+use yieldloop::sync::local::Event;
+use yieldloop::sync::mpsc;
 use yieldloop::{JoinHandle, Runtime};
 
 use super::conn::{self, ConnStats, Watch, MAX_HEADERS_CAP};

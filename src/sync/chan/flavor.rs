@@ -3,12 +3,13 @@
 
 use std::cell::{RefCell, RefMut};
 use std::ops::DerefMut;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
 use std::time::Instant;
 
 use super::{Chan, State};
 use crate::park::RemoteUnparker;
 use crate::protocol::ParkToken;
+use crate::shared::{Mutex, MutexGuard};
 use crate::sync::error::{RecvTimeoutError, SendError};
 use crate::sync::select::sealed::Fired;
 use crate::sync::waitq::WaitQueue;

@@ -238,6 +238,25 @@ macro_rules! channel_handles {
 
         impl<T> $crate::sync::Selectable for Receiver<T> {}
 
+        impl<T> $crate::sync::select::sealed::SelectSend<T> for SyncSender<T> {
+            fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+                self.chan.try_send(value)
+            }
+
+            fn register(
+                &self,
+                token: $crate::protocol::ParkToken,
+            ) -> $crate::sync::select::sealed::Registration {
+                self.chan.register_space(token)
+            }
+
+            fn unregister(&self, reg: &$crate::sync::select::sealed::Registration) {
+                self.chan.unregister_space(reg);
+            }
+        }
+
+        impl<T> $crate::sync::SelectableSender<T> for SyncSender<T> {}
+
         $(#[$iter_doc])*
         #[derive(Debug)]
         pub struct Iter<'a, T> {

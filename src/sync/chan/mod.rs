@@ -75,6 +75,10 @@ pub(crate) struct State<T, F: Flavor> {
     /// With a buffer (`cap > 0`), parked senders exist only while the
     /// buffer is full, give or take entries whose task stopped waiting.
     sendq: WaitQueue<Parked<T, F::Sender>>,
+    /// [`Select`](super::Select)s with a send case on this channel,
+    /// waiting for room (or a receiver, for a rendezvous): all woken
+    /// when one comes, each to try its send again.
+    spaceq: WaitQueue<F::Receiver>,
 }
 
 /// A sender parked on a full channel, with the value it is sending.
@@ -103,6 +107,7 @@ impl<T, F: Flavor> State<T, F> {
     /// The non-blocking receive every receive is made of.
     pub(crate) fn try_recv(&mut self, flavor: &F) -> Result<T, TryRecvError> {
         if let Some(v) = self.buf.pop_front() {
+            self.space_came(flavor);
             // A slot came free: the longest-parked sender fills it.
             if self.cap.is_some_and(|c| self.buf.len() < c) {
                 if let Some(next) = self.take_parked_sender(flavor) {
@@ -147,6 +152,15 @@ impl<T, F: Flavor> State<T, F> {
         Ok(())
     }
 
+    /// Wakes the selects waiting to send: room came free, or a receiver
+    /// came to wait, or the receiver went (then their sends fail at once).
+    #[inline]
+    fn space_came(&mut self, flavor: &F) {
+        if !self.spaceq.is_empty() {
+            flavor.wake_all(&mut self.spaceq);
+        }
+    }
+
     /// Wakes one waiting receiver. Returns whether one was woken.
     fn wake_receiver(&mut self, flavor: &F) -> bool {
         flavor.wake_one(&mut self.recvq)
@@ -165,7 +179,12 @@ impl<T, F: Flavor> State<T, F> {
     pub(crate) fn register(
         &mut self,
         (entry, fired, keep): (F::Receiver, Fired, Option<RemoteUnparker>),
+        flavor: &F,
     ) -> Registration {
+        // A rendezvous has a taker now.
+        if self.cap == Some(0) {
+            self.space_came(flavor);
+        }
         Registration {
             id: self.recvq.push(entry),
             fired,
@@ -224,6 +243,7 @@ impl<T, F: Flavor> Chan<T, F> {
                 receiver_alive: true,
                 recvq: WaitQueue::default(),
                 sendq: WaitQueue::default(),
+                spaceq: WaitQueue::default(),
             }),
             flavor,
         }
@@ -302,7 +322,7 @@ impl<T, F: Flavor> Chan<T, F> {
         deadline: Option<Instant>,
     ) -> Result<Guard<'a, T, F>, RecvTimeoutError> {
         let token = park_token();
-        let reg = st.register(F::task_receiver(token));
+        let reg = st.register(F::task_receiver(token), &self.flavor);
         drop(st);
         // No lock is held across the pause: the guard below takes it while
         // the stack unwinds from inside `park`.
@@ -380,7 +400,25 @@ impl<T, F: Flavor> Chan<T, F> {
     /// Queues the pause `token` of a [`Select`](super::Select) as a waiting
     /// receiver.
     pub(crate) fn register(&self, token: ParkToken) -> Registration {
-        self.lock().register(F::task_receiver(token))
+        self.lock().register(F::task_receiver(token), &self.flavor)
+    }
+
+    /// Queues the pause `token` of a [`Select`](super::Select) with a send
+    /// case, to be woken when a send may succeed.
+    pub(crate) fn register_space(&self, token: ParkToken) -> Registration {
+        let (entry, fired, keep) = F::task_receiver(token);
+        Registration {
+            id: self.lock().spaceq.push(entry),
+            fired,
+            _keep: keep,
+        }
+    }
+
+    /// Takes a send case's entry out again. Nothing to hand on: every
+    /// waiter for room is woken at once.
+    pub(crate) fn unregister_space(&self, reg: &Registration) {
+        let gone = self.lock().spaceq.remove(reg.id);
+        drop(gone);
     }
 
     /// See [`State::unregister`].
@@ -415,6 +453,7 @@ impl<T, F: Flavor> Chan<T, F> {
         let buffered = {
             let mut st = self.lock();
             st.receiver_alive = false;
+            st.space_came(&self.flavor);
             // Parked senders wake, find their value still queued and take
             // it back in a `SendError`; their entries stay for them to
             // take.

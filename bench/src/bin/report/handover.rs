@@ -92,7 +92,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          `make(chan uint64, 64)`.\n\
          - **mutex hand-over**: two tasks each loop: take the lock, yield while \
          holding it (so the other task queues on it), release it, which hands it to the \
-         queued task; per hand-over (the yield is included). yieldloop `sync::Mutex`, \
+         queued task; per hand-over (the yield is included). yieldloop `sync::local::Mutex`, \
          tokio `sync::Mutex`, may `sync::Mutex`, Go `sync.Mutex` with \
          `runtime.Gosched` (which lets the running goroutine take a just-released lock \
          ahead of the queued one, so not every op there is a hand-over).\n\
@@ -108,16 +108,25 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          borrow the counter), tokio a `JoinSet`, may `coroutine::scope`, Go 1,000 \
          `go` statements and a `sync.WaitGroup`.\n"
     );
+    table(w, recs, &HANDOVER_RUNTIMES, &HANDOVER_BENCHES, m);
+}
+
+/// The table of nanoseconds per op of `benches` (key, row title, what one
+/// op is) by `runtimes`, and its notes: the hand-over section's, and any
+/// other stage's whose lines have the same fields.
+pub fn table(
+    w: &mut String,
+    recs: &[Rec],
+    runtimes: &[&str],
+    benches: &[(&str, &str, &str)],
+    m: &dyn Fn(&str) -> String,
+) {
     let _ = writeln!(w, "### Nanoseconds per op: median (min–max)\n");
     let _ = write!(w, "| benchmark | one op is | ops per run |");
-    for rt in HANDOVER_RUNTIMES {
+    for rt in runtimes {
         let _ = write!(w, " {rt} |");
     }
-    let _ = writeln!(
-        w,
-        "\n|---|---|---:|{}",
-        "---:|".repeat(HANDOVER_RUNTIMES.len())
-    );
+    let _ = writeln!(w, "\n|---|---|---:|{}", "---:|".repeat(runtimes.len()));
     let mut notes: Vec<String> = Vec::new();
     let mut note = |text: String| match notes.iter().position(|n| *n == text) {
         Some(i) => i + 1,
@@ -126,8 +135,8 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
             notes.len()
         }
     };
-    for (bench, title, op) in HANDOVER_BENCHES {
-        let cells: Vec<HandoverCell> = HANDOVER_RUNTIMES
+    for &(bench, title, op) in benches {
+        let cells: Vec<HandoverCell> = runtimes
             .iter()
             .map(|rt| handover_cell(recs, rt, bench))
             .collect();
@@ -136,7 +145,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
             .find_map(|c| c.ops)
             .map_or_else(|| "—".to_string(), thousands);
         let _ = write!(w, "| {title} | {op} | {ops} |");
-        for (rt, c) in HANDOVER_RUNTIMES.iter().zip(&cells) {
+        for (rt, c) in runtimes.iter().zip(&cells) {
             let text = if let Some(s) = c.ns {
                 cell(Some(s))
             } else if let Some(reason) = &c.na {

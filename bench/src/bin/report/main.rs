@@ -19,6 +19,7 @@
 //! - `handover.txt`: `handover rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
 //!   `handover rep=.. ok=1 runtime=.. bench=.. na=1 reason=..` for a benchmark a
 //!   runtime cannot do, or `handover runtime=.. bench=.. rep=.. ok=0 status=.. reason=..`.
+//! - `xmutex.txt`: the same fields as `handover.txt` (`contended` adds `waited=..`).
 //! - `http.txt`: `http server=.. rep=.. load=wrk|http_load utime=.. stime=.. conns=.. secs=.. requests_total=.. requests=.. rps=.. p50_us=.. p99_us=.. errors=.. ok=1`
 //!   (http_load adds `p999_us` and `max_us`), `http server=.. conns=.. rep=.. load=.. ok=0 reason=..`,
 //!   or `http ok=0 skipped=1 reason=..` when the stage did not run.
@@ -38,12 +39,15 @@
 //!   round_trips=.. wall_s=.. cpu_ns_per_rt=.. user_ns_per_rt=.. sys_ns_per_rt=..`,
 //!   `hook kind=.. build=..|mode=.. rep=.. ok=0 reason=..`, or `hook ok=0 skipped=1 reason=..`
 //!   when the build with feature `hook` failed.
+//! - `fanout.txt`: `fanout rep=.. ok=1 runtime=yieldloop|yieldloop-rr|tokio|go bench=broadcast|skewed n=.. receivers=.. wall_ms=..`
+//!   with `ns_per_delivery=..` (broadcast) or `serial_ms=..` (skewed), or
+//!   `fanout rep=.. ok=0 runtime=.. bench=.. status=.. reason=..`.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
 //!
 //! One module per section of the document (`machine`, `targets`, `peers`
 //! for Go and the stackful floor, `sleepers`, `echo`, `http`, `service`, `scaling`,
-//! `handover`, `lateness`, `db`, `hook`, `commands`), `svg` for the plot and `data` for
+//! `handover`, `lateness`, `db`, `hook`, `fanout`, `commands`), `svg` for the plot and `data` for
 //! the records and number formats they share; `markdown` puts the sections
 //! in order.
 
@@ -51,6 +55,7 @@ mod commands;
 mod data;
 mod db;
 mod echo;
+mod fanout;
 mod handover;
 mod hook;
 mod http;
@@ -62,6 +67,7 @@ mod service;
 mod sleepers;
 mod svg;
 mod targets;
+mod xmutex;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -108,10 +114,12 @@ fn main() {
         service: read_recs(&a.results.join("service.txt")),
         scaling: read_recs(&a.results.join("scaling.txt")),
         handover: read_recs(&a.results.join("handover.txt")),
+        xmutex: read_recs(&a.results.join("xmutex.txt")),
         lateness: read_recs(&a.results.join("lateness.txt")),
         syscalls: read_recs(&a.results.join("syscalls.txt")),
         db: read_recs(&a.results.join("db.txt")),
         hook: read_recs(&a.results.join("hook.txt")),
+        fanout: read_recs(&a.results.join("fanout.txt")),
     };
     sleepers::mark_cold(
         &mut recs.sleepers,
@@ -145,10 +153,12 @@ struct Results {
     pub service: Vec<Rec>,
     pub scaling: Vec<Rec>,
     pub handover: Vec<Rec>,
+    pub xmutex: Vec<Rec>,
     pub lateness: Vec<Rec>,
     pub syscalls: Vec<Rec>,
     pub db: Vec<Rec>,
     pub hook: Vec<Rec>,
+    pub fanout: Vec<Rec>,
 }
 
 /// `target` relative to `dir` when it lies below it (for the image link).
@@ -200,9 +210,11 @@ fn markdown(
     service::section(w, &recs.service, &|k| m(k).to_string(), clk_tck);
     scaling::section(w, &recs.scaling, &|k| m(k).to_string());
     handover::section(w, &recs.handover, &|k| m(k).to_string());
+    xmutex::section(w, &recs.xmutex, &|k| m(k).to_string());
     lateness::section(w, &recs.lateness, &|k| m(k).to_string());
     db::section(w, &recs.db, &|k| m(k).to_string());
     hook::section(w, &recs.hook, &|k| m(k).to_string());
+    fanout::section(w, &recs.fanout, &|k| m(k).to_string());
     commands::section(w, meta, commands);
     let _ = writeln!(w, "<!-- ANCHOR_END: after-plot -->");
     o

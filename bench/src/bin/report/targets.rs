@@ -124,6 +124,7 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
             max_ratio: 1.0,
             unit: "µs",
         },
+        crate::fanout::target(&recs.fanout),
     ];
     let _ = writeln!(w, "## Targets\n");
     let _ = writeln!(

@@ -1,0 +1,179 @@
+//! Entry points for the model checks (`tests/loom_*.rs`), built only with
+//! `--cfg loom`: the cross-thread protocols of the crate, driven by plain
+//! model threads.
+//!
+//! A model cannot run a scheduler, so a [`ModelTask`] stands in for a task
+//! and its scheduler at once: it makes pauses whose unparkers go through a
+//! real [`RemoteQueue`] (with a stand-in for the poll's interrupt), and it
+//! "parks" by doing what a scheduler does with that queue: wait for the
+//! interrupt, drain, and resume when its pause's token is among the
+//! wake-ups. The protocols under check take the stand-in where they would
+//! take the task (see [`Pause`]), so the code checked is the code that runs.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::handoff::{Completer, Handoff, RemoteJoinError};
+use crate::park::{Pause, RemoteUnparker};
+use crate::protocol::{ParkToken, Resume, SchedulerId, WaitToken};
+use crate::reactor::remote_model::PollStandIn;
+use crate::reactor::RemoteQueue;
+
+/// A task and its scheduler, played by one model thread.
+#[derive(Debug)]
+pub struct ModelTask {
+    poll: crate::shared::Arc<PollStandIn>,
+    queue: Arc<RemoteQueue>,
+    sched: SchedulerId,
+    /// The number of the last pause made.
+    pauses: u64,
+    /// Wake-ups drained so far and not yet matched to a pause.
+    seen: Vec<WaitToken>,
+}
+
+impl Default for ModelTask {
+    fn default() -> Self {
+        ModelTask::new()
+    }
+}
+
+impl ModelTask {
+    /// A task on a scheduler of its own.
+    pub fn new() -> ModelTask {
+        let poll = crate::shared::Arc::new(PollStandIn::default());
+        ModelTask {
+            queue: Arc::new(RemoteQueue::model(poll.clone())),
+            poll,
+            sched: SchedulerId::next(),
+            pauses: 0,
+            seen: Vec::new(),
+        }
+    }
+
+    /// A fresh pause and the unparker that ends it from any thread.
+    pub fn pause(&mut self) -> (ModelPause, ModelUnparker) {
+        let (token, remote) = Pause::prepare(self);
+        (ModelPause(token), ModelUnparker(remote))
+    }
+
+    /// Waits, as the scheduler would, until `pause` is unparked.
+    pub fn park(&mut self, pause: ModelPause) {
+        Pause::park(self, pause.0, None);
+    }
+}
+
+impl Pause for ModelTask {
+    fn prepare(&mut self) -> (ParkToken, RemoteUnparker) {
+        self.pauses += 1;
+        let wait = WaitToken {
+            key: 0,
+            token: self.pauses,
+        };
+        let token = ParkToken {
+            wait,
+            sched: self.sched,
+        };
+        (token, RemoteUnparker::model(wait, self.queue.clone()))
+    }
+
+    /// A model has no clock: the deadline is not kept, and the pause ends
+    /// only when unparked.
+    fn park(&mut self, token: ParkToken, _deadline: Option<Instant>) -> Resume {
+        loop {
+            self.queue.drain(&mut self.seen);
+            if let Some(i) = self.seen.iter().position(|w| *w == token.wait) {
+                self.seen.swap_remove(i);
+                return Resume::Ready;
+            }
+            self.poll.wait();
+        }
+    }
+}
+
+/// One pause of a [`ModelTask`].
+#[derive(Debug)]
+pub struct ModelPause(ParkToken);
+
+/// Ends a [`ModelPause`] from any model thread.
+#[derive(Clone, Debug)]
+pub struct ModelUnparker(RemoteUnparker);
+
+impl ModelUnparker {
+    /// Queues the wake-up, as [`RemoteUnparker::unpark`] does.
+    pub fn unpark(&self) {
+        self.0.unpark();
+    }
+}
+
+/// The waiting side of the hand-off slot under `BlockingHandle` and
+/// `WorkerHandle`.
+#[derive(Debug)]
+pub struct HandoffWaiter<T>(Arc<Handoff<T>>);
+
+/// The producing side of the hand-off slot; dropping it uncompleted
+/// delivers a cancellation.
+#[derive(Debug)]
+pub struct HandoffProducer<T>(Completer<T>);
+
+/// A new hand-off slot.
+pub fn handoff<T>() -> (HandoffWaiter<T>, HandoffProducer<T>) {
+    let (slot, completer) = Handoff::new();
+    (HandoffWaiter(slot), HandoffProducer(completer))
+}
+
+impl<T> HandoffWaiter<T> {
+    /// Waits as a task does (`None`: the work was cancelled).
+    pub fn wait_task(&self, task: &mut ModelTask) -> Option<T> {
+        self.0.wait_in_task(task).ok()
+    }
+
+    /// Waits as a plain thread does (`None`: the work was cancelled).
+    pub fn wait_thread(&self) -> Option<T> {
+        self.0.wait_blocking().ok()
+    }
+
+    /// Whether the outcome has arrived.
+    pub fn is_done(&self) -> bool {
+        self.0.is_done()
+    }
+}
+
+impl<T> HandoffProducer<T> {
+    /// Delivers `value`.
+    pub fn complete(self, value: T) {
+        self.0.complete(Ok(value));
+    }
+
+    /// Delivers a cancellation, as a lost piece of work does.
+    pub fn cancel(self) {
+        self.0
+            .complete(Err(RemoteJoinError::cancelled("cancelled in a model")));
+    }
+}
+
+/// `block_on` as it runs inside a task, with `task` as the task.
+pub fn block_on_task<F: Future>(future: F, task: &mut ModelTask) -> F::Output {
+    crate::bridge::drive(future, Some(task))
+}
+
+/// `watch::Receiver::changed` as it runs inside a task (`false`: closed).
+pub fn watch_changed_task<T>(
+    rx: &mut crate::sync::watch::Receiver<T>,
+    task: &mut ModelTask,
+) -> bool {
+    rx.changed_with(task).is_ok()
+}
+
+/// `broadcast::Receiver::recv` as it runs inside a task.
+///
+/// # Errors
+///
+/// As for `recv`, with [`TryRecvError::Closed`](crate::sync::broadcast::TryRecvError::Closed)
+/// for `Closed`.
+pub fn broadcast_recv_task<T: Clone>(
+    rx: &mut crate::sync::broadcast::Receiver<T>,
+    task: &mut ModelTask,
+) -> Result<T, crate::sync::broadcast::TryRecvError> {
+    rx.recv_with(task)
+}
