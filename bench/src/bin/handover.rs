@@ -598,60 +598,19 @@ mod my {
     }
 }
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: handover --runtime yieldloop|tokio|may --bench {} [--ops N]",
-        BENCHES.join("|")
-    );
-    std::process::exit(2);
-}
-
 fn main() {
-    let (mut runtime, mut bench, mut ops) = (String::new(), String::new(), None);
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--runtime" => runtime = args.next().unwrap_or_else(|| usage()),
-            "--bench" => bench = args.next().unwrap_or_else(|| usage()),
-            "--ops" => ops = Some(args.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)),
-            _ => usage(),
-        }
-    }
-    if !BENCHES.contains(&bench.as_str()) {
-        usage();
-    }
-    let ops = ops.unwrap_or_else(|| default_ops(&bench));
-    if ops < 2 {
-        eprintln!("handover: --ops must be an integer of at least 2");
-        std::process::exit(2);
-    }
+    let (runtime, bench, ops) =
+        yieldloop_bench::micro_args("handover", "yieldloop|tokio|may", &BENCHES, default_ops);
     let measure: Measure = match runtime.as_str() {
         "yieldloop" => yl::measure,
         "tokio" => tk::measure,
-        "may" => my::measure,
-        _ => usage(),
+        _ => my::measure,
     };
-    match measure(&bench, ops) {
-        Ok(took) => {
-            // Two-task benchmarks round the ops down to an even count.
-            let done = match bench.as_str() {
-                "pingpong" | "mutex" | "yield" => ops / 2 * 2,
-                _ => ops,
-            };
-            println!(
-                "handover runtime={runtime} bench={bench} ops={done} secs={:.6} ns_per_op={:.2}",
-                took.as_secs_f64(),
-                took.as_nanos() as f64 / done as f64,
-            );
-        }
-        Err(e) => match e.strip_prefix("na: ") {
-            Some(reason) => {
-                println!("handover runtime={runtime} bench={bench} na=1 reason={reason}");
-            }
-            None => {
-                eprintln!("handover: {e}");
-                std::process::exit(3);
-            }
-        },
-    }
+    // Two-task benchmarks round the ops down to an even count.
+    let done = match bench.as_str() {
+        "pingpong" | "mutex" | "yield" => ops / 2 * 2,
+        _ => ops,
+    };
+    let result = measure(&bench, ops).map(|took| (took, done, String::new()));
+    yieldloop_bench::micro_report("handover", &runtime, &bench, result);
 }
