@@ -510,25 +510,33 @@ handover_cell() {
     return 1
 }
 
+# Stage $1's cells, runs $2 of each: benchmarks "$3" by runtimes "$4".
 # Repetitions interleave benchmarks and runtimes; a cell that failed (or
 # does not apply) is not run again.
-if want handover; then
-    skip=" "
-    for rep in $(seq 1 "$HANDOVER_REPS"); do
-        for b in pingpong bounded mutex yield spawn scope blockon; do
-            log "handover $b run $rep/$HANDOVER_REPS"
-            # yieldloop built with feature `tracing`, no subscriber: on the
-            # two benchmarks the feature touches most (a resume and a pause
-            # each; a span per spawn).
-            tracing=""
-            case $b in yield | spawn) tracing=$(pick yieldloop | sed 's/yieldloop/yieldloop-tracing/') ;; esac
-            for rt in $(pick yieldloop) $tracing $(pick tokio may $GO_RUNS); do
+micro_stage() {
+    local stage=$1 reps=$2 benches=$3 runtimes=$4 skip=" " rep b rt
+    for rep in $(seq 1 "$reps"); do
+        for b in $benches; do
+            log "$stage $b run $rep/$reps"
+            for rt in $runtimes; do
                 case $skip in *" $rt/$b "*) continue ;; esac
-                handover_cell handover "$rt" "$b" "$rep" || skip="$skip$rt/$b "
+                # yieldloop built with feature `tracing` (no subscriber) runs
+                # only where the feature acts most: a resume and a pause per
+                # yield, a span per spawn.
+                case $rt/$b in
+                    yieldloop-tracing/yield | yieldloop-tracing/spawn) ;;
+                    yieldloop-tracing/*) continue ;;
+                esac
+                handover_cell "$stage" "$rt" "$b" "$rep" || skip="$skip$rt/$b "
             done
         done
     done
     rm -f "$RES/cell.out" "$RES/cell.err"
+}
+
+if want handover; then
+    micro_stage handover "$HANDOVER_REPS" "pingpong bounded mutex yield spawn scope blockon" \
+        "$(pick yieldloop) $(pick yieldloop | sed 's/yieldloop/yieldloop-tracing/') $(pick tokio may $GO_RUNS)"
 fi
 
 # ---------------------------------------------------------------- xmutex
@@ -536,17 +544,8 @@ fi
 # that can cross threads (uncontended vs the single-thread one); Go with
 # GOMAXPROCS=2. As many runs per cell as the hand-over stage.
 if want xmutex; then
-    skip=" "
-    for rep in $(seq 1 "$HANDOVER_REPS"); do
-        for b in contended uncontended uncontended_local; do
-            log "xmutex $b run $rep/$HANDOVER_REPS"
-            for rt in $(pick yieldloop tokio $GO_RUNS); do
-                case $skip in *" $rt/$b "*) continue ;; esac
-                handover_cell xmutex "$rt" "$b" "$rep" || skip="$skip$rt/$b "
-            done
-        done
-    done
-    rm -f "$RES/cell.out" "$RES/cell.err"
+    micro_stage xmutex "$HANDOVER_REPS" "contended uncontended uncontended_local" \
+        "$(pick yieldloop tokio $GO_RUNS)"
 fi
 
 # ---------------------------------------------------------------- lateness

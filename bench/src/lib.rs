@@ -98,3 +98,73 @@ pub mod sleepers {
 
 /// What the database benchmarks (`db_roundtrip`, `db_ticker`) share.
 pub mod db;
+
+/// Parses `--runtime RT --bench B [--ops N] [--label NAME]`, the arguments
+/// of the micro-benchmarks (`handover`, `xmutex`): the runtime, the
+/// benchmark (one of `benches`), the ops, `default_ops(bench)` if not
+/// given, and the name the result line gives the runtime (`RT` unless
+/// `--label` says otherwise: a build with other features, such as
+/// yieldloop with `tracing`, reports under a name of its own). Exits with
+/// a usage message (naming `runtimes`) on anything else.
+pub fn micro_args(
+    prog: &str,
+    runtimes: &str,
+    benches: &[&str],
+    default_ops: fn(&str) -> u64,
+) -> (String, String, u64, String) {
+    let usage = || -> ! {
+        eprintln!(
+            "usage: {prog} --runtime {runtimes} --bench {} [--ops N] [--label NAME]",
+            benches.join("|")
+        );
+        std::process::exit(2);
+    };
+    let (mut runtime, mut bench, mut ops) = (String::new(), String::new(), None);
+    let mut label = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--runtime" => runtime = args.next().unwrap_or_else(|| usage()),
+            "--bench" => bench = args.next().unwrap_or_else(|| usage()),
+            "--ops" => ops = Some(args.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)),
+            "--label" => label = Some(args.next().unwrap_or_else(|| usage())),
+            _ => usage(),
+        }
+    }
+    if !benches.contains(&bench.as_str()) || !runtimes.split('|').any(|r| r == runtime) {
+        usage();
+    }
+    let ops = ops.unwrap_or_else(|| default_ops(&bench));
+    if ops < 2 {
+        eprintln!("{prog}: --ops must be an integer of at least 2");
+        std::process::exit(2);
+    }
+    let label = label.unwrap_or_else(|| runtime.clone());
+    (runtime, bench, ops, label)
+}
+
+/// Prints a micro-benchmark's result line, `PROG runtime=.. bench=..
+/// ops=.. secs=.. ns_per_op=..` and `extra` (more ` key=value` fields), for
+/// `done` ops that took `took`; or `na=1 reason=..` for an error that
+/// starts `na: `; any other error ends the process with status 3.
+pub fn micro_report(
+    prog: &str,
+    runtime: &str,
+    bench: &str,
+    result: Result<(std::time::Duration, u64, String), String>,
+) {
+    match result {
+        Ok((took, done, extra)) => println!(
+            "{prog} runtime={runtime} bench={bench} ops={done} secs={:.6} ns_per_op={:.2}{extra}",
+            took.as_secs_f64(),
+            took.as_nanos() as f64 / done as f64,
+        ),
+        Err(e) => match e.strip_prefix("na: ") {
+            Some(reason) => println!("{prog} runtime={runtime} bench={bench} na=1 reason={reason}"),
+            None => {
+                eprintln!("{prog}: {e}");
+                std::process::exit(3);
+            }
+        },
+    }
+}

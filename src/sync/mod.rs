@@ -38,11 +38,11 @@
 //! all, and they cannot leave the thread by mistake. Data shared by the
 //! workers of a [`Runtime`](crate::Runtime), or with plain threads, takes
 //! the cross-thread kinds. An uncontended [`Mutex`] costs one
-//! compare-and-swap to lock and one to unlock (about twice the
-//! single-thread one's price, see the `xmutex` rows of the benchmarks); a
-//! contended hand-over to a task on another worker costs a wake-up of that
-//! worker's thread, microseconds rather than the nanoseconds of a
-//! hand-over between tasks of one thread.
+//! compare-and-swap to lock and one to unlock (some nanoseconds above the
+//! single-thread one's price, see the "Mutex across threads" rows of the
+//! benchmarks); a contended hand-over to a task on another worker costs a
+//! wake-up of that worker's thread, microseconds rather than the
+//! nanoseconds of a hand-over between tasks of one thread.
 //!
 //! # Cancellation and timeouts
 //!

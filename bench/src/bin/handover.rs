@@ -2,7 +2,7 @@
 //! (and a value, or a lock) from one task to another on a single thread.
 //!
 //! ```text
-//! handover --runtime yieldloop|tokio|may --bench pingpong|bounded|mutex|yield|spawn [--ops N] [--label NAME]
+//! handover --runtime yieldloop|tokio|may --bench pingpong|bounded|mutex|yield|spawn [--ops N]
 //! ```
 //!
 //! Every runtime runs on one thread: yieldloop's scheduler, tokio
@@ -598,65 +598,19 @@ mod my {
     }
 }
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: handover --runtime yieldloop|tokio|may --bench {} [--ops N] [--label NAME]",
-        BENCHES.join("|")
-    );
-    std::process::exit(2);
-}
-
 fn main() {
-    let (mut runtime, mut bench, mut ops) = (String::new(), String::new(), None);
-    // What the result line calls the runtime: a build with other features
-    // (yieldloop with `tracing`) reports under a name of its own.
-    let mut label = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--runtime" => runtime = args.next().unwrap_or_else(|| usage()),
-            "--bench" => bench = args.next().unwrap_or_else(|| usage()),
-            "--ops" => ops = Some(args.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)),
-            "--label" => label = Some(args.next().unwrap_or_else(|| usage())),
-            _ => usage(),
-        }
-    }
-    if !BENCHES.contains(&bench.as_str()) {
-        usage();
-    }
-    let ops = ops.unwrap_or_else(|| default_ops(&bench));
-    if ops < 2 {
-        eprintln!("handover: --ops must be an integer of at least 2");
-        std::process::exit(2);
-    }
+    let (runtime, bench, ops, label) =
+        yieldloop_bench::micro_args("handover", "yieldloop|tokio|may", &BENCHES, default_ops);
     let measure: Measure = match runtime.as_str() {
         "yieldloop" => yl::measure,
         "tokio" => tk::measure,
-        "may" => my::measure,
-        _ => usage(),
+        _ => my::measure,
     };
-    let runtime = label.unwrap_or(runtime);
-    match measure(&bench, ops) {
-        Ok(took) => {
-            // Two-task benchmarks round the ops down to an even count.
-            let done = match bench.as_str() {
-                "pingpong" | "mutex" | "yield" => ops / 2 * 2,
-                _ => ops,
-            };
-            println!(
-                "handover runtime={runtime} bench={bench} ops={done} secs={:.6} ns_per_op={:.2}",
-                took.as_secs_f64(),
-                took.as_nanos() as f64 / done as f64,
-            );
-        }
-        Err(e) => match e.strip_prefix("na: ") {
-            Some(reason) => {
-                println!("handover runtime={runtime} bench={bench} na=1 reason={reason}");
-            }
-            None => {
-                eprintln!("handover: {e}");
-                std::process::exit(3);
-            }
-        },
-    }
+    // Two-task benchmarks round the ops down to an even count.
+    let done = match bench.as_str() {
+        "pingpong" | "mutex" | "yield" => ops / 2 * 2,
+        _ => ops,
+    };
+    let result = measure(&bench, ops).map(|took| (took, done, String::new()));
+    yieldloop_bench::micro_report("handover", &label, &bench, result);
 }

@@ -200,61 +200,24 @@ mod tk {
     }
 }
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: xmutex --runtime yieldloop|tokio --bench {} [--ops N]",
-        BENCHES.join("|")
-    );
-    std::process::exit(2);
-}
-
 fn main() {
-    let (mut runtime, mut bench, mut ops) = (String::new(), String::new(), None);
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--runtime" => runtime = args.next().unwrap_or_else(|| usage()),
-            "--bench" => bench = args.next().unwrap_or_else(|| usage()),
-            "--ops" => ops = Some(args.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)),
-            _ => usage(),
-        }
-    }
-    if !BENCHES.contains(&bench.as_str()) {
-        usage();
-    }
-    let ops = ops.unwrap_or_else(|| default_ops(&bench));
-    if ops < 2 {
-        eprintln!("xmutex: --ops must be an integer of at least 2");
-        std::process::exit(2);
-    }
+    let (runtime, bench, ops, label) =
+        yieldloop_bench::micro_args("xmutex", "yieldloop|tokio", &BENCHES, default_ops);
     let result = match runtime.as_str() {
         "yieldloop" => yl::measure(&bench, ops),
-        "tokio" => tk::measure(&bench, ops),
-        _ => usage(),
+        _ => tk::measure(&bench, ops),
     };
-    match result {
-        Ok((took, waited)) => {
-            // The contended bench splits the ops between its tasks.
-            let done = if bench == "contended" {
-                ops / TASKS * TASKS
-            } else {
-                ops
-            };
-            let waited = waited
-                .map(|w| format!(" waited={w:.3}"))
-                .unwrap_or_default();
-            println!(
-                "xmutex runtime={runtime} bench={bench} ops={done} secs={:.6} ns_per_op={:.2}{waited}",
-                took.as_secs_f64(),
-                took.as_nanos() as f64 / done as f64,
-            );
-        }
-        Err(e) => match e.strip_prefix("na: ") {
-            Some(reason) => println!("xmutex runtime={runtime} bench={bench} na=1 reason={reason}"),
-            None => {
-                eprintln!("xmutex: {e}");
-                std::process::exit(3);
-            }
-        },
-    }
+    // The contended bench splits the ops between its tasks.
+    let done = if bench == "contended" {
+        ops / TASKS * TASKS
+    } else {
+        ops
+    };
+    let result = result.map(|(took, waited)| {
+        let extra = waited
+            .map(|w| format!(" waited={w:.3}"))
+            .unwrap_or_default();
+        (took, done, extra)
+    });
+    yieldloop_bench::micro_report("xmutex", &label, &bench, result);
 }

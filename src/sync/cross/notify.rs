@@ -5,7 +5,6 @@ use std::time::{Duration, Instant};
 
 use super::wait::{self, lock, Queued, Waiters, Wake};
 use crate::shared::Mutex as StdMutex;
-use crate::sync::waitq::Woken;
 
 /// Wakes waiters on any worker or plain thread that wait for "something
 /// happened", with no data attached.
@@ -121,24 +120,8 @@ impl Notify {
         if std::mem::take(&mut st.permit) {
             return true;
         }
-        // A deadline `<= now` has passed.
-        if deadline.is_some_and(|d| crate::timer::now() >= d) {
-            return false;
-        }
-        let (_st, woken) = wait::wait(
-            &self.state,
-            st,
-            (),
-            deadline,
-            wait::nothing,
-            // Picked by notify_one, then unwound: pass it on.
-            |st, woken| match woken {
-                Woken::One => st.notify_one().into_iter().collect(),
-                _ => Vec::new(),
-            },
-            "a Notify",
-        );
-        woken != Woken::Not
+        // Picked by notify_one, then unwound: pass it on.
+        wait::wait_handed(&self.state, st, deadline, State::notify_one, "a Notify").1
     }
 }
 

@@ -7,7 +7,7 @@ use std::fmt;
 use super::wait::{self, lock, Queued, Waiters};
 use crate::shared::atomic::{AtomicBool, Ordering};
 use crate::shared::Mutex as StdMutex;
-use crate::sync::waitq::{OnDrop, Woken};
+use crate::sync::waitq::OnDrop;
 
 /// A cell written once, shared between tasks on any worker and plain
 /// threads: the first caller of [`get_or_init`](Self::get_or_init) runs
@@ -163,18 +163,13 @@ impl<T> OnceCell<T> {
             if !st.running {
                 break;
             }
-            (st, _) = wait::wait(
+            // Picked to try after a failed initialiser, then unwound: the
+            // next waiter tries instead.
+            (st, _) = wait::wait_handed(
                 &self.state,
                 st,
-                (),
                 None,
-                wait::nothing,
-                // Picked to try after a failed initialiser, then unwound:
-                // the next waiter tries instead.
-                |st, woken| match woken {
-                    Woken::One => st.waiters.wake_one().into_iter().collect(),
-                    _ => Vec::new(),
-                },
+                |st| st.waiters.wake_one(),
                 "a OnceCell",
             );
         }

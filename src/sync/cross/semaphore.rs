@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use super::wait::{self, lock, Queued, Waiters, Wake};
 use crate::shared::Mutex as StdMutex;
-use crate::sync::waitq::Woken;
 
 /// A counting semaphore for tasks on any worker and plain threads.
 ///
@@ -167,25 +166,8 @@ impl Semaphore {
             st.permits -= 1;
             return true;
         }
-        // A deadline `<= now` has passed.
-        if deadline.is_some_and(|d| crate::timer::now() >= d) {
-            return false;
-        }
-        let (_st, woken) = wait::wait(
-            &self.state,
-            st,
-            (),
-            deadline,
-            wait::nothing,
-            // Handed a permit, then unwound: pass it on.
-            |st, woken| match woken {
-                Woken::One => st.release().into_iter().collect(),
-                _ => Vec::new(),
-            },
-            "a Semaphore",
-        );
-        // Only a hand-over or the deadline ends the wait.
-        woken == Woken::One
+        // Handed a permit, then unwound: pass it on.
+        wait::wait_handed(&self.state, st, deadline, State::release, "a Semaphore").1
     }
 }
 

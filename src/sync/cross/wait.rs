@@ -181,6 +181,36 @@ fn in_task() -> bool {
 /// condition wait unlocks its mutex there.
 pub(crate) fn nothing() {}
 
+/// The wait for one thing handed over (a lock, a permit, a notification,
+/// a turn): [`wait`] with no step before pausing, whose `abandon` passes
+/// what an unwound waiter was handed on with `pass_on`. Returns the lock
+/// and whether the waiter was woken (false: `deadline` passed first).
+pub(crate) fn wait_handed<'a, S: Queued<Kind = ()>>(
+    m: &'a Mutex<S>,
+    st: MutexGuard<'a, S>,
+    deadline: Option<Instant>,
+    pass_on: impl FnOnce(&mut S) -> Option<Wake>,
+    what: &'static str,
+) -> (MutexGuard<'a, S>, bool) {
+    // A deadline `<= now` has passed.
+    if deadline.is_some_and(|d| crate::timer::now() >= d) {
+        return (st, false);
+    }
+    let (st, woken) = wait(
+        m,
+        st,
+        (),
+        deadline,
+        nothing,
+        |st, woken| match woken {
+            Woken::One => pass_on(st).into_iter().collect(),
+            _ => Vec::new(),
+        },
+        what,
+    );
+    (st, woken != Woken::Not)
+}
+
 /// Queues the caller as a waiter for `kind` (under `st`, the held lock of
 /// `m`), runs `then` with the lock released, and waits until a waker picks
 /// it or `deadline` passes. Returns the lock, taken again, and how the
@@ -280,36 +310,25 @@ fn wait_thread<'a, S: Queued>(
     loop {
         st = lock(m);
         let woken = st.waiters().q.get_mut(id).map_or(Woken::Not, |e| e.woken);
-        if woken != Woken::Not {
+        // A deadline `<= now` has passed.
+        #[cfg(not(loom))]
+        let passed = deadline.is_some_and(|d| Instant::now() >= d);
+        #[cfg(loom)]
+        let passed = tried;
+        if woken != Woken::Not || passed {
             st.waiters().q.remove(id);
             return (st, woken);
         }
+        drop(st);
+        // An unpark that came before this returns it at once; one meant for
+        // an earlier wait makes the loop look again.
         match deadline {
-            None => {
-                drop(st);
-                // An unpark that came before this returns it at once; one
-                // meant for an earlier wait makes the loop look again.
-                thread::park();
-            }
+            None => thread::park(),
             #[cfg(not(loom))]
-            Some(d) => {
-                let now = crate::timer::now();
-                // A deadline `<= now` has passed.
-                if now >= d {
-                    st.waiters().q.remove(id);
-                    return (st, Woken::Not);
-                }
-                drop(st);
-                thread::park_timeout(d - now);
-            }
+            Some(d) => thread::park_timeout(d.saturating_duration_since(Instant::now())),
             #[cfg(loom)]
             Some(_) => {
-                if tried {
-                    st.waiters().q.remove(id);
-                    return (st, Woken::Not);
-                }
                 tried = true;
-                drop(st);
                 thread::yield_now();
             }
         }
