@@ -177,3 +177,67 @@ pub fn broadcast_recv_task<T: Clone>(
 ) -> Result<T, crate::sync::broadcast::TryRecvError> {
     rx.recv_with(task)
 }
+
+/// The job queues of a thread-per-core runtime: one inbox per worker
+/// (`Runtime::spawn_on`) and the shared pool (`Runtime::spawn`), with the
+/// job loop of a worker's main task run by model threads.
+pub struct ModelWorkers {
+    inboxes: Vec<crate::runtime::worker::Inbox>,
+    pool: crate::runtime::worker::Pool,
+}
+
+impl std::fmt::Debug for ModelWorkers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelWorkers")
+            .field("workers", &self.inboxes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelWorkers {
+    /// Queues for `n` workers.
+    pub fn new(n: usize) -> ModelWorkers {
+        ModelWorkers {
+            inboxes: (0..n)
+                .map(|_| crate::runtime::worker::Inbox::new())
+                .collect(),
+            pool: crate::runtime::worker::Pool::new(n),
+        }
+    }
+
+    /// `Runtime::spawn`: queues `job` for whichever worker starts it first.
+    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
+        self.pool.push(Box::new(job));
+    }
+
+    /// `Runtime::spawn_on(worker, ..)`: queues `job` for that worker.
+    pub fn spawn_on(&self, worker: usize, job: impl FnOnce() + Send + 'static) {
+        if let Err(job) = self.inboxes[worker].push(Box::new(job)) {
+            drop(job);
+        }
+    }
+
+    /// Closes every inbox and the pool, as a shutdown does.
+    pub fn close(&self) {
+        self.pool.close();
+        for inbox in &self.inboxes {
+            inbox.close();
+        }
+    }
+
+    /// Runs worker `index`'s job loop with `task` as its main task,
+    /// running each job it starts at once, until its inbox is closed.
+    pub fn run_worker(&self, index: usize, task: &mut ModelTask) {
+        let mut taken = Vec::new();
+        let mut start = |job: crate::runtime::worker::Job| job();
+        while crate::runtime::worker::worker_turn(
+            index,
+            &self.inboxes[index],
+            &self.pool,
+            task,
+            &mut taken,
+            &mut start,
+        ) != crate::runtime::worker::Turn::Closed
+        {}
+    }
+}

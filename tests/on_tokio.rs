@@ -152,9 +152,13 @@ fn a_timeout_aborts_the_tokio_task() {
     let (d, f) = (dropped.clone(), finished.clone());
     let (timed_out, elapsed, was_dropped) = yieldloop::run(move || {
         let start = Instant::now();
+        // Made outside the future and moved in: the flag is set when the
+        // future is dropped, also if the abort comes before its first poll
+        // (the shared runtime's one worker may be busy with other calls).
+        let guard = DropFlag(d);
         let r = yieldloop::timeout(Duration::from_millis(50), || {
             on_tokio(async move {
-                let _guard = DropFlag(d);
+                let _guard = guard;
                 tokio::time::sleep(Duration::from_secs(60)).await;
                 f.store(true, Ordering::SeqCst);
             })

@@ -32,7 +32,7 @@ use std::thread;
 use crate::handoff::{Handoff, RemoteJoinError};
 
 mod affinity;
-mod worker;
+pub(crate) mod worker;
 
 use worker::{run_job, worker_thread, Inbox, Job, Pool, Worker, CURRENT_WORKER};
 

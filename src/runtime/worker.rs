@@ -5,13 +5,14 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc};
 use std::thread;
 
 use super::affinity;
 use crate::handoff::{Completer, RemoteJoinError};
-use crate::park::{park, park_token, RemoteUnparker};
+use crate::park::{InTask, Pause, RemoteUnparker};
+use crate::shared::atomic::{AtomicUsize, Ordering};
+use crate::shared::{Mutex, MutexGuard};
 
 thread_local! {
     /// The index of the runtime worker this thread is, if it is one.
@@ -26,7 +27,7 @@ pub(super) struct Worker {
 }
 
 /// Work waiting for one worker.
-pub(super) struct Inbox {
+pub(crate) struct Inbox {
     state: Mutex<InboxState>,
 }
 
@@ -43,11 +44,11 @@ struct InboxState {
 }
 
 /// A job: spawns nothing itself; the worker runs it as a task's body.
-pub(super) type Job = Box<dyn FnOnce() + Send + 'static>;
+pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
 impl Inbox {
     /// An open inbox with no jobs.
-    pub(super) fn new() -> Inbox {
+    pub(crate) fn new() -> Inbox {
         Inbox {
             state: Mutex::new(InboxState {
                 jobs: VecDeque::new(),
@@ -64,7 +65,7 @@ impl Inbox {
 
     /// Queues `job` and wakes the worker; hands the job back if the worker
     /// is gone.
-    pub(super) fn push(&self, job: Job) -> Result<(), Job> {
+    pub(crate) fn push(&self, job: Job) -> Result<(), Job> {
         let waiter = {
             let mut st = self.lock();
             if st.closed {
@@ -81,7 +82,7 @@ impl Inbox {
 
     /// Stops the worker: no more jobs are taken, and the queued ones are
     /// dropped (their handles report a cancellation).
-    pub(super) fn close(&self) {
+    pub(crate) fn close(&self) {
         let (jobs, waiter) = {
             let mut st = self.lock();
             st.closed = true;
@@ -105,7 +106,7 @@ impl Inbox {
 /// one, whose main task runs again as soon as the job it started pauses or
 /// ends). A spawn wakes the least-loaded of the workers whose main task is
 /// parked, by the loads they published.
-pub(super) struct Pool {
+pub(crate) struct Pool {
     state: Mutex<PoolState>,
     /// Per worker: its scheduler's live tasks plus run-queue depth, as its
     /// main task saw them on its last turn. Relaxed: a hint, read to choose.
@@ -122,7 +123,7 @@ struct PoolState {
 }
 
 impl Pool {
-    pub(super) fn new(workers: usize) -> Pool {
+    pub(crate) fn new(workers: usize) -> Pool {
         Pool {
             state: Mutex::new(PoolState {
                 jobs: VecDeque::new(),
@@ -141,7 +142,7 @@ impl Pool {
     /// Queues `job` for whichever worker starts it first, waking the
     /// least-loaded idle worker; drops it (its handle reports the
     /// cancellation) if the runtime is shutting down.
-    pub(super) fn push(&self, job: Job) {
+    pub(crate) fn push(&self, job: Job) {
         let woken = {
             let mut st = self.lock();
             if st.closed {
@@ -171,7 +172,7 @@ impl Pool {
     }
 
     /// Drops the jobs not started and refuses new ones.
-    pub(super) fn close(&self) {
+    pub(crate) fn close(&self) {
         let jobs = {
             let mut st = self.lock();
             st.closed = true;
@@ -209,7 +210,7 @@ where
 /// more come; return once the inbox is closed (which makes `run` cancel
 /// the tasks left).
 fn worker_main(index: usize, inbox: &Inbox, pool: &Pool, stack_size: usize) {
-    let start = |job: Job| {
+    let mut start = |job: Job| {
         // Without a stack the job is dropped, which tells its handle.
         if let Err(e) = crate::spawn::Builder::new()
             .stack_size(stack_size)
@@ -223,53 +224,91 @@ fn worker_main(index: usize, inbox: &Inbox, pool: &Pool, stack_size: usize) {
         // This task itself is not counted.
         let load = crate::scheduler::with_scheduler("Runtime", |s| s.load()).saturating_sub(1);
         pool.loads[index].store(load, Ordering::Relaxed);
-        let jobs = {
-            let mut st = inbox.lock();
-            if st.closed {
-                return;
-            }
-            std::mem::take(&mut st.jobs)
-        };
-        let had_jobs = !jobs.is_empty();
-        jobs.into_iter().for_each(start);
-        pool.take(&mut taken);
-        if !taken.is_empty() {
-            taken.drain(..).for_each(start);
-            // The jobs run before this task's next turn.
-            crate::time::yield_now();
-            continue;
+        match worker_turn(index, inbox, pool, &mut InTask, &mut taken, &mut start) {
+            Turn::Closed => return,
+            // The jobs taken from the pool run before this task's next turn.
+            Turn::FromPool => crate::time::yield_now(),
+            Turn::FromInbox | Turn::Parked => {}
         }
-        if had_jobs {
-            continue;
-        }
-        // Token and unparker are made outside the locks.
-        let token = park_token();
-        let remote = token.remote();
-        // This clone and the two left in the inbox and the pool bring jobs,
-        // they end no wait: a paused clock may jump past them.
-        let exempt = remote.exempt_from_clock(3);
-        {
-            let mut st = inbox.lock();
-            if st.closed || !st.jobs.is_empty() {
-                continue;
-            }
-            let mut ps = pool.lock();
-            if !ps.jobs.is_empty() {
-                continue;
-            }
-            // The clones kept here while parked tell the scheduler that a
-            // wake-up from another thread is still possible, until this
-            // task has actually been woken (see `handoff`).
-            st.waiter = Some(remote.clone());
-            ps.idle.push((index, remote.clone()));
-        }
-        // Nothing pauses between leaving the unparker and parking.
-        let _ = park(token, None);
-        // Woken by the inbox, or by a spawn that took this entry already.
-        pool.lock().idle.retain(|(w, _)| *w != index);
-        drop(remote);
-        drop(exempt);
     }
+}
+
+/// How one turn of a worker's job loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// The inbox is closed: the worker stops.
+    Closed,
+    /// Jobs of the inbox were started (none of the pool).
+    FromInbox,
+    /// Jobs of the pool were started.
+    FromPool,
+    /// Nothing to start: the worker offered itself and paused until woken
+    /// (or found work while offering, and did not pause).
+    Parked,
+}
+
+/// One turn of a worker's job loop, pausing through `pause` (the worker's
+/// main task; a model thread in the loom checks, so that the code checked
+/// is the code that runs): start the inbox's jobs and a job or a few of
+/// the pool's with `start`; with none, leave an unparker as the inbox's
+/// waiter and in the pool's idle list, and pause until one is used.
+///
+/// No job is left waiting while the worker sleeps: the inbox and the pool
+/// are looked at again under their locks, with the unparker left in both
+/// in the same critical section, and whoever queues a job afterwards takes
+/// an unparker out and uses it.
+pub(crate) fn worker_turn(
+    index: usize,
+    inbox: &Inbox,
+    pool: &Pool,
+    pause: &mut impl Pause,
+    taken: &mut Vec<Job>,
+    start: &mut impl FnMut(Job),
+) -> Turn {
+    let jobs = {
+        let mut st = inbox.lock();
+        if st.closed {
+            return Turn::Closed;
+        }
+        std::mem::take(&mut st.jobs)
+    };
+    let had_jobs = !jobs.is_empty();
+    jobs.into_iter().for_each(&mut *start);
+    pool.take(taken);
+    if !taken.is_empty() {
+        taken.drain(..).for_each(start);
+        return Turn::FromPool;
+    }
+    if had_jobs {
+        return Turn::FromInbox;
+    }
+    // Token and unparker are made outside the locks.
+    let (token, remote) = pause.prepare();
+    // This clone and the two left in the inbox and the pool bring jobs,
+    // they end no wait: a paused clock may jump past them.
+    let exempt = remote.exempt_from_clock(3);
+    {
+        let mut st = inbox.lock();
+        if st.closed || !st.jobs.is_empty() {
+            return Turn::Parked;
+        }
+        let mut ps = pool.lock();
+        if !ps.jobs.is_empty() {
+            return Turn::Parked;
+        }
+        // The clones kept here while parked tell the scheduler that a
+        // wake-up from another thread is still possible, until this task
+        // has actually been woken (see `handoff`).
+        st.waiter = Some(remote.clone());
+        ps.idle.push((index, remote.clone()));
+    }
+    // Nothing pauses between leaving the unparker and parking.
+    let _ = pause.park(token, None);
+    // Woken by the inbox, or by a spawn that took this entry already.
+    pool.lock().idle.retain(|(w, _)| *w != index);
+    drop(remote);
+    drop(exempt);
+    Turn::Parked
 }
 
 /// A worker thread's body.
