@@ -62,14 +62,12 @@ fn delay_starts_over() {
     assert_eq!(due[1], start + PERIOD);
     // The late tick came at once, the next ones a full period apart.
     for k in 2..4 {
-        // The period counts from the instant the late tick read the clock,
-        // a few microseconds before the test noted its end.
+        // The schedule starts over a period after the late tick; a tick
+        // late by less than the leeway (a loaded machine) is not missed
+        // and moves nothing, so the instants are exact, not the gaps
+        // between the calls' ends.
         let gap = ended[k] - ended[k - 1];
         assert!(ended[k] >= due[k], "tick {k} came before its instant");
-        assert!(
-            gap >= PERIOD - Duration::from_millis(1),
-            "tick {k} came {gap:?} after the one before"
-        );
         assert!(gap < PERIOD + Duration::from_millis(60), "{gap:?}");
         assert!(due[k] - due[k - 1] >= PERIOD);
     }
