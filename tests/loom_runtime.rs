@@ -36,6 +36,13 @@ impl Done {
     }
 }
 
+/// A model thread running worker `index`'s job loop until its inbox is
+/// closed.
+fn start_worker(w: &Arc<ModelWorkers>, index: usize) -> thread::JoinHandle<()> {
+    let w = w.clone();
+    thread::spawn(move || w.run_worker(index, &mut ModelTask::new()))
+}
+
 /// A job spawned into the pool while the one worker is looking, offering
 /// itself or asleep is started.
 #[test]
@@ -43,10 +50,7 @@ fn a_pooled_job_reaches_a_sleeping_worker() {
     loom::model(|| {
         let w = Arc::new(ModelWorkers::new(1));
         let done = Arc::new(Done::default());
-        let worker = {
-            let w = w.clone();
-            thread::spawn(move || w.run_worker(0, &mut ModelTask::new()))
-        };
+        let worker = start_worker(&w, 0);
         let d = done.clone();
         w.spawn(move || d.one());
         done.wait_for(1);
@@ -63,12 +67,7 @@ fn two_workers_share_the_pool() {
         let w = Arc::new(ModelWorkers::new(2));
         let done = Arc::new(Done::default());
         let runs = Arc::new(AtomicUsize::new(0));
-        let workers: Vec<_> = (0..2)
-            .map(|i| {
-                let w = w.clone();
-                thread::spawn(move || w.run_worker(i, &mut ModelTask::new()))
-            })
-            .collect();
+        let workers: Vec<_> = (0..2).map(|i| start_worker(&w, i)).collect();
         for _ in 0..2 {
             let (d, r) = (done.clone(), runs.clone());
             w.spawn(move || {
@@ -93,10 +92,7 @@ fn an_inbox_job_beside_a_pooled_one() {
     loom::model(|| {
         let w = Arc::new(ModelWorkers::new(1));
         let done = Arc::new(Done::default());
-        let worker = {
-            let w = w.clone();
-            thread::spawn(move || w.run_worker(0, &mut ModelTask::new()))
-        };
+        let worker = start_worker(&w, 0);
         let d = done.clone();
         w.spawn(move || d.one());
         let d = done.clone();

@@ -195,14 +195,12 @@ fn twenty_pg_sleeps_overlap_on_one_thread() {
         let (ticks, longest) = ticker.join().unwrap();
         (elapsed, ticks, longest)
     });
-    assert!(
-        elapsed < Duration::from_millis(2000),
-        "20 × pg_sleep(0.2) took {elapsed:?}"
-    );
-    assert!(ticks >= 50, "ticker ticked {ticks} times in {elapsed:?}");
-    assert!(
-        longest < Duration::from_millis(100),
-        "ticker's longest gap: {longest:?}"
+    hook_util::assert_overlapped_beside_ticker(
+        "20 × pg_sleep(0.2)",
+        elapsed,
+        Duration::from_millis(2000),
+        ticks,
+        longest,
     );
 }
 

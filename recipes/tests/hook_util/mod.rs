@@ -73,6 +73,25 @@ pub fn spawn_client<T: 'static>(f: impl FnOnce() -> T + 'static) -> yieldloop::J
         .expect("a task with a larger stack")
 }
 
+/// Checks a run of blocking calls made from tasks beside the shared
+/// ticker: they overlapped (the run took under `limit`, where `what` says
+/// what ran), and the ticker on the same thread kept ticking (at least 50
+/// ticks, no gap of 100 ms).
+pub fn assert_overlapped_beside_ticker(
+    what: &str,
+    elapsed: Duration,
+    limit: Duration,
+    ticks: u32,
+    longest: Duration,
+) {
+    assert!(elapsed < limit, "{what} took {elapsed:?}");
+    assert!(ticks >= 50, "ticker ticked {ticks} times in {elapsed:?}");
+    assert!(
+        longest < Duration::from_millis(100),
+        "ticker's longest gap: {longest:?}"
+    );
+}
+
 /// Reports that a test is skipped because a shared library is missing, or
 /// fails when `YIELDLOOP_REQUIRE_SERVERS=1` asks for everything to be
 /// there (as CI does after installing the packages).
