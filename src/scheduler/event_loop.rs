@@ -324,13 +324,16 @@ impl Scheduler {
                     continue;
                 }
             }
-            let now = timer::now();
+            // The paused clock's reading, if the scheduler runs on one: read
+            // once per poll, for the time and for the two steps below.
+            let paused = timer::paused_at();
+            let now = paused.unwrap_or_else(Instant::now);
             let mut deadline = core.poll_deadline(now);
             // Under a paused clock, the instant to jump to when only time
             // can wake a task: the next deadline, once a look without
             // waiting finds no event either.
             let mut jump_to = None;
-            if let (Some(_), Some(d)) = (timer::paused_at(), deadline) {
+            if let (Some(_), Some(d)) = (paused, deadline) {
                 if d > now {
                     if core.time_alone_wakes() {
                         jump_to = Some(d);
@@ -376,7 +379,7 @@ impl Scheduler {
                     deadline.filter(|_| wait != Wait::Now).map(|d| d - now),
                 );
             }
-            let waited_from = timer::paused_at().map(|_| Instant::now());
+            let waited_from = paused.map(|_| Instant::now());
             let polled = match core.reactor.poll(wait, &mut ready) {
                 Ok(polled) => polled,
                 Err(e) => panic!("yieldloop: polling for I/O events failed: {e}"),
