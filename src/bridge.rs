@@ -39,6 +39,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
+use crate::inspect::ParkedOn;
 use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
 use crate::shared::thread::{self, Thread};
@@ -146,7 +147,7 @@ use crate::task;
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
     if task::in_task() {
-        drive(future, Some(&mut InTask))
+        drive(future, Some(&mut InTask(ParkedOn::Future)))
     } else {
         drive(future, None::<&mut InTask>)
     }

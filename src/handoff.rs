@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use crate::failure::{failure_accessors, Failure};
+use crate::inspect::ParkedOn;
 use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::Resume;
 // The slot's `Arc` is std's: the handles that hold it are the runtime's,
@@ -169,7 +170,7 @@ impl<T> Handoff<T> {
     /// when called outside any task.
     pub(crate) fn wait(&self) -> Result<T, RemoteJoinError> {
         if crate::spawn::current_id().is_some() {
-            self.wait_in_task(&mut InTask)
+            self.wait_in_task(&mut InTask(ParkedOn::OtherThread))
         } else {
             self.wait_blocking()
         }
@@ -232,6 +233,27 @@ impl<T> Handoff<T> {
             slot => *slot = Some(cx.waker().clone()),
         }
         Poll::Pending
+    }
+
+    /// Waits for the outcome by blocking the calling thread, until
+    /// `deadline` at the latest (then `None`).
+    #[cfg(not(loom))]
+    pub(crate) fn wait_blocking_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Option<Result<T, RemoteJoinError>> {
+        let mut st = self.lock();
+        loop {
+            if let Some(r) = st.result.take() {
+                return Some(r);
+            }
+            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            st = self
+                .arrived
+                .wait_timeout(st, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
     }
 
     /// Waits for the outcome by blocking the calling thread.

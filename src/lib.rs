@@ -27,8 +27,10 @@
 //!      a task produced no value; the types threads share (std's, or the
 //!      `loom` model checker's under `--cfg loom`).
 //! 2. Mechanisms.
-//!    - `observe`: with feature `tracing`, the spans and events a `tracing`
-//!      subscriber is told.
+//!    - `observe`, `inspect`: with feature `tracing`, the spans and events
+//!      a `tracing` subscriber is told; each scheduler's counters and the
+//!      requests for a task dump, shared with every thread, and the dump's
+//!      types.
 //!    - `timer`, `reactor`, `stack`, `trace`, `slow_task`: the deadline
 //!      heap; `mio::Poll`, the registered sources, the accepts it performs,
 //!      wake-ups from other threads, the precise `timerfd` on Linux; the
@@ -167,6 +169,7 @@ mod protocol;
 #[allow(unused_imports)]
 mod shared;
 // Layer 2: mechanisms.
+mod inspect;
 mod observe;
 mod reactor;
 mod slow_task;

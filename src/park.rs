@@ -16,6 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::inspect::ParkedOn;
 use crate::protocol::{IoId, Op, ParkToken, Resume, TaskId, WaitToken};
 use crate::reactor::RemoteQueue;
 use crate::scheduler::{try_with_scheduler, with_scheduler};
@@ -70,6 +71,14 @@ pub fn park_token() -> ParkToken {
 /// });
 /// ```
 pub fn park(token: ParkToken, deadline: Option<Instant>) -> Resume {
+    park_on(token, deadline, ParkedOn::Park)
+}
+
+/// [`park`], saying what the task parks on, for
+/// [`diag::dump`](crate::diag::dump).
+#[inline]
+pub(crate) fn park_on(token: ParkToken, deadline: Option<Instant>, on: ParkedOn) -> Resume {
+    crate::inspect::set_parked_on(on);
     suspend(Op::Park(token, deadline))
 }
 
@@ -228,8 +237,9 @@ pub(crate) trait Pause {
     fn park(&mut self, token: ParkToken, deadline: Option<Instant>) -> Resume;
 }
 
-/// The calling task's pauses: [`park_token`] and [`park`].
-pub(crate) struct InTask;
+/// The calling task's pauses: [`park_token`] and [`park`], on what the
+/// field says (for a dump).
+pub(crate) struct InTask(pub(crate) ParkedOn);
 
 impl Pause for InTask {
     fn prepare(&mut self) -> (ParkToken, RemoteUnparker) {
@@ -238,6 +248,6 @@ impl Pause for InTask {
     }
 
     fn park(&mut self, token: ParkToken, deadline: Option<Instant>) -> Resume {
-        park(token, deadline)
+        park_on(token, deadline, self.0)
     }
 }

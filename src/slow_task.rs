@@ -231,6 +231,15 @@ impl Watch {
         seq
     }
 
+    /// The serial of the task whose resume runs now; 0 between resumes.
+    pub(crate) fn running_task(&self) -> u64 {
+        if self.running.load(Ordering::Relaxed) == 0 {
+            0
+        } else {
+            self.task.load(Ordering::Relaxed)
+        }
+    }
+
     /// Marks the end of a resume; true when the monitor has flagged one.
     #[inline]
     pub(crate) fn end(&self) -> bool {

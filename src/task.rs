@@ -135,6 +135,10 @@ pub(crate) struct TaskContext {
     locals: LocalsSlot,
     /// What the `hook` feature keeps about the task; see [`ForeignState`].
     foreign: ForeignState,
+    /// Set by [`capture_backtrace`] before it resumes the paused task, so
+    /// that the task notes where it is and pauses again, instead of going
+    /// on (see [`TaskContext::pause`]).
+    capture: Cell<bool>,
 }
 
 /// The state of a task's intercepted C calls (feature `hook`), kept in its
@@ -264,6 +268,11 @@ impl Joiners {
         }
     }
 
+    /// The joiners, without taking them.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = WaitToken> + '_ {
+        self.first.iter().chain(self.rest.iter()).copied()
+    }
+
     /// Takes them all, in the order they came.
     pub(crate) fn take(&mut self) -> impl Iterator<Item = WaitToken> {
         let first = self.first.take();
@@ -309,6 +318,7 @@ impl OwnedHeader {
                     paused_sp: Cell::new(0),
                     locals: LocalsSlot(Cell::new(None)),
                     foreign: ForeignState::default(),
+                    capture: Cell::new(false),
                 },
                 joiners: Joiners::default(),
                 name,
@@ -320,6 +330,12 @@ impl OwnedHeader {
     /// The header's address, for [`resume_task`].
     pub(crate) fn as_ptr(&self) -> NonNull<TaskHeader> {
         self.0
+    }
+
+    /// The tasks waiting for this one's end, without taking them.
+    pub(crate) fn joiners_iter(&self) -> impl Iterator<Item = WaitToken> + '_ {
+        // SAFETY: as for `joiners`; this borrow is shared and brief.
+        unsafe { &*ptr::addr_of!((*self.0.as_ptr()).joiners) }.iter()
     }
 
     /// The tasks waiting for this one's end.
@@ -457,7 +473,87 @@ impl TaskContext {
         // (`self` is the running task's context, handed out by
         // `with_running`, and `pause` runs on the task's stack), so it is
         // alive for the whole call.
-        unsafe { (*yielder).suspend(op) }
+        let answer = unsafe { (*yielder).suspend(op) };
+        if self.capture.get() {
+            // Resumed only to tell where it is paused.
+            return self.serve_captures(yielder);
+        }
+        answer
+    }
+
+    /// Answers [`capture_backtrace`]: notes the return addresses of this
+    /// task's frames into `CAPTURED`, pauses again (the scheduler
+    /// disregards the op), and so on until a resume that is not a capture,
+    /// whose answer is the pause's answer.
+    #[cold]
+    #[inline(never)]
+    fn serve_captures(&self, yielder: *const Yielder<Resume, Op>) -> Resume {
+        loop {
+            self.capture.set(false);
+            let (lo, hi) = (self.paused_sp.get(), self.guard.guard_hi + self.guard.size);
+            // A failure to walk the stack leaves an empty backtrace; it
+            // must not unwind into the scheduler.
+            let ips = std::panic::catch_unwind(|| {
+                let mut ips = Vec::new();
+                backtrace::trace(|frame| {
+                    let sp = frame.sp() as usize;
+                    if sp <= lo {
+                        // This function's own frames, below the pause.
+                        return true;
+                    }
+                    if sp >= hi || ips.len() >= MAX_FRAMES {
+                        // Past the task's own stack: the scheduler's.
+                        return false;
+                    }
+                    ips.push(frame.ip() as usize);
+                    true
+                });
+                ips
+            })
+            .unwrap_or_default();
+            CAPTURED.with(|c| c.set(Some(ips)));
+            // SAFETY: as in `pause`: the yielder lives on this very stack.
+            let answer = unsafe { (*yielder).suspend(Op::Yield) };
+            if !self.capture.get() {
+                return answer;
+            }
+        }
+    }
+}
+
+/// The most return addresses a captured backtrace keeps.
+const MAX_FRAMES: usize = 128;
+
+thread_local! {
+    /// The return addresses a task noted for [`capture_backtrace`].
+    static CAPTURED: Cell<Option<Vec<usize>>> = const { Cell::new(None) };
+}
+
+/// The return addresses of a paused task's frames, from its pause
+/// outwards to the start of its stack: the task is resumed, walks its own
+/// stack, and pauses again where it was; nothing else of it runs, and its
+/// wait is left as it was. `None` if the task could not tell (its stack
+/// could not be walked).
+///
+/// # Safety
+///
+/// `header` must come from a live [`OwnedHeader`] whose task has paused
+/// at least once (in [`TaskContext::pause`]) and is paused now, not
+/// running, not being torn down; nothing may drop it or resume it until
+/// this returns.
+pub(crate) unsafe fn capture_backtrace(header: NonNull<TaskHeader>) -> Option<Vec<usize>> {
+    let p = header.as_ptr();
+    // SAFETY: by the contract the header is alive and its task paused in
+    // `pause`; `cx` is read as a field of its own, apart from `co`.
+    unsafe { (*ptr::addr_of!((*p).cx)).capture.set(true) };
+    // SAFETY: the header is alive and its coroutine is ours to resume (the
+    // contract); the task, seeing `capture`, only walks its stack and
+    // pauses again.
+    let result = unsafe { resume_task(header, Resume::Ready) };
+    match result {
+        CoroutineResult::Yield(_) => CAPTURED.with(Cell::take),
+        // Cannot happen: `serve_captures` always pauses again.
+        CoroutineResult::Return(()) => None,
     }
 }
 

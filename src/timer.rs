@@ -182,6 +182,17 @@ impl Timers {
         }
     }
 
+    /// Entries armed and not known to be stale.
+    pub(crate) fn pending(&self) -> usize {
+        self.len() - self.stale
+    }
+
+    /// Every entry, stale ones included, with its deadline.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (WaitToken, Instant)> + '_ {
+        let slots = self.heap.iter().map(|r| &r.0).chain(self.queue.iter());
+        slots.map(|s| (s.waiter, self.instant(s.at)))
+    }
+
     /// Entries in the heap and the queue, stale ones included.
     pub(crate) fn len(&self) -> usize {
         self.heap.len() + self.queue.len()
@@ -363,6 +374,11 @@ impl WakerTimers {
     /// True when no entry, live or stale, is in the heap.
     pub(crate) fn is_empty(&self) -> bool {
         self.heap.is_empty()
+    }
+
+    /// How many timers are armed.
+    pub(crate) fn armed(&self) -> usize {
+        self.slots.len()
     }
 }
 

@@ -31,8 +31,9 @@ const LAYERS: &[Layer] = &[
         name: "Mechanisms",
         ranks: &[
             // What a `tracing` subscriber is told, which the slow-task
-            // watch reports through.
-            &["observe"],
+            // watch reports through; the counters and dump requests each
+            // scheduler shares.
+            &["observe", "inspect"],
             &["timer", "reactor", "stack", "trace", "slow_task"],
         ],
     },

@@ -86,6 +86,11 @@ impl SchedulerId {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         SchedulerId(NEXT.fetch_add(1, Ordering::Relaxed))
     }
+
+    /// Its number, for reports.
+    pub(crate) fn number(self) -> u64 {
+        self.0
+    }
 }
 
 /// Names an I/O source registered with the current scheduler's reactor.

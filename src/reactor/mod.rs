@@ -404,6 +404,22 @@ impl Reactor {
         }
     }
 
+    /// How many sources are registered.
+    pub(crate) fn source_count(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// Every task wait filed on a source, with the source's descriptor
+    /// (stale waits included: the caller knows which are current).
+    pub(crate) fn waits(&self) -> impl Iterator<Item = (WaitToken, RawFd)> + '_ {
+        self.sources.iter().flat_map(|(_, s)| {
+            let readers = s.readers.iter().map(|(w, _)| *w);
+            readers
+                .chain(s.writers.iter().copied())
+                .map(move |w| (w, s.fd))
+        })
+    }
+
     /// True while `id` names a live registration.
     #[cfg(feature = "hook")]
     pub(crate) fn is_registered(&self, id: IoId) -> bool {

@@ -66,14 +66,21 @@ impl RemoteQueue {
         };
         // One wake-up per batch: the scheduler drains the whole queue.
         if was_empty {
-            match &self.waker {
-                // A failed wake (the poll is gone) leaves nothing to wake.
-                Interrupt::Poll(w) => {
-                    let _ = w.wake();
-                }
-                #[cfg(loom)]
-                Interrupt::Model(p) => p.interrupt(),
+            self.interrupt();
+        }
+    }
+
+    /// Makes the scheduler's poll return (or its next one return at
+    /// once), without queuing a wake-up: for a request that the loop
+    /// looks for after each poll.
+    pub(crate) fn interrupt(&self) {
+        match &self.waker {
+            // A failed wake (the poll is gone) leaves nothing to wake.
+            Interrupt::Poll(w) => {
+                let _ = w.wake();
             }
+            #[cfg(loom)]
+            Interrupt::Model(p) => p.interrupt(),
         }
     }
 

@@ -10,6 +10,7 @@ use std::thread;
 
 use super::affinity;
 use crate::handoff::{Completer, RemoteJoinError};
+use crate::inspect::ParkedOn;
 use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::shared::atomic::{AtomicUsize, Ordering};
 use crate::shared::{Mutex, MutexGuard};
@@ -224,7 +225,14 @@ fn worker_main(index: usize, inbox: &Inbox, pool: &Pool, stack_size: usize) {
         // This task itself is not counted.
         let load = crate::scheduler::with_scheduler("Runtime", |s| s.load()).saturating_sub(1);
         pool.loads[index].store(load, Ordering::Relaxed);
-        match worker_turn(index, inbox, pool, &mut InTask, &mut taken, &mut start) {
+        match worker_turn(
+            index,
+            inbox,
+            pool,
+            &mut InTask(ParkedOn::OtherThread),
+            &mut taken,
+            &mut start,
+        ) {
             Turn::Closed => return,
             // The jobs taken from the pool run before this task's next turn.
             Turn::FromPool => crate::time::yield_now(),

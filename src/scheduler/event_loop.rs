@@ -101,24 +101,30 @@ impl Scheduler {
         }
     }
 
-    /// Runs one queued task until it pauses or ends, and files it.
-    fn run_one(&self, id: TaskId, turn: &mut Turn) {
+    /// Runs one queued task until it pauses or ends, and files it. With
+    /// `timed`, the resume is timed for the hold histogram, standing for
+    /// that many resumes.
+    fn run_one(&self, id: TaskId, turn: &mut Turn, timed: Option<u32>) {
         let key = id.key;
         // The task's `tracing` span (feature `tracing`), entered until the
         // task is filed.
         let (header, value, _entered) = {
             let mut core = self.core.borrow_mut();
+            let clock = core.tasks.clock;
             let Some(t) = core.tasks.get_mut(id) else {
                 return;
             };
-            if t.state != TaskState::Queued {
+            if !matches!(t.state, TaskState::Queued { .. }) {
                 return;
             }
             let Some(header) = &t.header else {
                 return;
             };
             let header = header.as_ptr();
-            t.state = TaskState::Running { cancel: false };
+            t.state = TaskState::Running {
+                cancel: false,
+                since: clock,
+            };
             (
                 header,
                 t.resume.take().unwrap_or(Resume::Ready),
@@ -137,6 +143,7 @@ impl Scheduler {
             ));
         }
         let resume_no = self.watch.begin(id.serial);
+        let timed_from = timed.map(|_| Instant::now());
         // A panic out of the resume is caught for the whole turn in
         // `run_until` (one landing pad per turn, not per resume), which
         // reads this to know whose it was.
@@ -147,6 +154,9 @@ impl Scheduler {
         // does, below.
         let result = unsafe { task::resume_task(header, value) };
         self.resuming.set(None);
+        if let (Some(from), Some(weight)) = (timed_from, timed) {
+            self.port.metrics.record_hold(from.elapsed(), weight);
+        }
         #[cfg(feature = "tracing")]
         match &result {
             CoroutineResult::Yield(op) => crate::observe::paused(op),
@@ -176,8 +186,9 @@ impl Scheduler {
                 if let Some(h) = core.tasks.hints.get_mut(key) {
                     h.paused_sp = paused_sp;
                 }
+                let clock = core.tasks.clock;
                 let task = &mut core.tasks.slab[key];
-                if task.state == (TaskState::Running { cancel: true }) {
+                if matches!(task.state, TaskState::Running { cancel: true, .. }) {
                     let header = core.remove(key);
                     drop(core);
                     if let Some(header) = header {
@@ -186,7 +197,7 @@ impl Scheduler {
                 } else if let Op::Yield = op {
                     // The hottest op: straight back to the queue, no wait
                     // token. (`resume` is `None`, which reads as `Ready`.)
-                    task.state = TaskState::Queued;
+                    task.state = TaskState::Queued { since: clock };
                     core.tasks.run_queue.push(id);
                 } else {
                     core.wait_for(id, op, self.id);
@@ -234,6 +245,7 @@ impl Scheduler {
         let Some(limit) = crate::slow_task::threshold() else {
             return;
         };
+        self.port.metrics.slow_holds.add(1);
         let name = if flag.resume == resume_no {
             self.task_name(id)
         } else {
@@ -270,6 +282,8 @@ impl Scheduler {
             let mut next = 0;
             // With a handful of tasks, their memory stays in the cache.
             let prefetch = batch.len() >= PREFETCH_FROM_TASKS;
+            // Resumes left until the next one timed for the hold histogram.
+            let mut sample_in = self.sample_in.get();
             let finished = loop {
                 let turn_run = panic::catch_unwind(panic::AssertUnwindSafe(|| {
                     while next < batch.len() {
@@ -280,7 +294,14 @@ impl Scheduler {
                                 self.prefetch(ahead.key);
                             }
                         }
-                        self.run_one(id, &mut turn);
+                        let timed = if sample_in == 0 {
+                            sample_in = self.next_sample();
+                            Some(self.sample_gap.replace(sample_in + 1))
+                        } else {
+                            sample_in -= 1;
+                            None
+                        };
+                        self.run_one(id, &mut turn, timed);
                         if done() {
                             return true;
                         }
@@ -292,6 +313,10 @@ impl Scheduler {
                     Err(payload) => self.resume_panicked(payload),
                 }
             };
+            self.sample_in.set(sample_in);
+            let metrics = &self.port.metrics;
+            metrics.resumes.add(next as u64);
+            metrics.run_queue.set(batch.len() as u64);
             if finished {
                 // Leave the rest of the turn at the head of the queue for a
                 // later run of the loop.
@@ -318,7 +343,9 @@ impl Scheduler {
                     || resumes_without_poll < POLL_EVERY_RESUMES
                 {
                     if core.has_timers() {
-                        core.fire_timers(timer::now());
+                        let now = timer::now();
+                        core.tasks.clock = self.clock_of(now);
+                        core.fire_timers(now);
                         self.release_and_wake(core);
                     }
                     continue;
@@ -328,6 +355,7 @@ impl Scheduler {
             // once per poll, for the time and for the two steps below.
             let paused = timer::paused_at();
             let now = paused.unwrap_or_else(Instant::now);
+            core.tasks.clock = self.clock_of(now);
             let mut deadline = core.poll_deadline(now);
             // Under a paused clock, the instant to jump to when only time
             // can wake a task: the next deadline, once a look without
@@ -379,12 +407,30 @@ impl Scheduler {
                     deadline.filter(|_| wait != Wait::Now).map(|d| d - now),
                 );
             }
-            let waited_from = paused.map(|_| Instant::now());
+            // The real time the poll may sleep from: for the paused clock,
+            // and for the time parked.
+            let sleeps = wait != Wait::Now;
+            let waited_from = if paused.is_some() {
+                Some(Instant::now())
+            } else {
+                sleeps.then_some(now)
+            };
             let polled = match core.reactor.poll(wait, &mut ready) {
                 Ok(polled) => polled,
                 Err(e) => panic!("yieldloop: polling for I/O events failed: {e}"),
             };
-            if let Some(from) = waited_from {
+            metrics.polls.add(1);
+            if ready.is_empty() && !polled.timer_fired {
+                metrics.empty_polls.add(1);
+            }
+            if let (true, Some(from)) = (sleeps, waited_from) {
+                metrics.parked_ns.add(from.elapsed().as_nanos() as u64);
+            }
+            metrics
+                .timers
+                .set((core.timers.pending() + core.waker_timers.armed()) as u64);
+            metrics.io_sources.set(core.reactor.source_count() as u64);
+            if let (Some(_), Some(from)) = (paused, waited_from) {
                 // A paused clock stands still while tasks run; it jumps
                 // when only time can wake one, and otherwise (a socket or
                 // another thread might) moves on as far as the poll
@@ -411,11 +457,34 @@ impl Scheduler {
                 reactor.dispatch(r, &mut waking);
             }
             // 4. … and those whose deadlines are due.
-            core.fire_timers(timer::now());
+            let now = timer::now();
+            core.tasks.clock = self.clock_of(now);
+            core.fire_timers(now);
             // 5. Wake the futures whose sources are ready or whose timers
             //    are due, once the state is let go of: a wake may unpark a
             //    task.
             self.release_and_wake(core);
+            // 6. Answer the dump requests other threads (or tasks) made.
+            if self.port.has_requests() {
+                self.answer_requests();
+            }
         }
+    }
+
+    /// `now` on the task table's clock: milliseconds since the scheduler
+    /// started, wrapping.
+    #[inline]
+    pub(super) fn clock_of(&self, now: Instant) -> u32 {
+        now.saturating_duration_since(self.epoch).as_millis() as u32
+    }
+
+    /// Resumes until the next one timed for the hold histogram, drawn at
+    /// random (see [`crate::inspect::HOLD_SAMPLE_MEAN`]).
+    #[cold]
+    fn next_sample(&self) -> u32 {
+        let mut seed = self.sample_seed.get();
+        let gap = crate::inspect::next_gap(&mut seed);
+        self.sample_seed.set(seed);
+        gap - 1
     }
 }

@@ -21,7 +21,10 @@
 //!   and the run queue;
 //! - `wait_for`: filing a paused task under what its `Op` waits for;
 //! - `event_loop`: the loop itself: turns, resumes, prefetching, polling,
-//!   panic attribution and the slow-task report.
+//!   panic attribution and the slow-task report;
+//! - `inspect`: the scheduler's answers to [`diag::dump`](crate::diag::dump)
+//!   (its tasks, their states and backtraces) and what it counts for
+//!   [`diag::metrics`](crate::diag::metrics).
 //!
 //! The scheduler state sits in a `RefCell` reached through the thread-local
 //! in `current`. A running task stays in the task table, marked
@@ -46,6 +49,7 @@ use crate::trace;
 
 mod current;
 mod event_loop;
+mod inspect;
 mod table;
 mod wait_for;
 
@@ -66,6 +70,16 @@ pub(crate) struct Scheduler {
     resuming: Cell<Option<usize>>,
     /// What this scheduler shows the slow-task monitor.
     watch: Arc<crate::slow_task::Watch>,
+    /// Its counters and dump requests, shared with any thread.
+    port: Arc<crate::inspect::Port>,
+    /// The hold histogram's sampling: resumes left until the next timed
+    /// one, the gap that led to it (its weight), and the generator state
+    /// the gaps are drawn from.
+    sample_in: Cell<u32>,
+    sample_gap: Cell<u32>,
+    sample_seed: Cell<u64>,
+    /// The instant the task table's clock counts from.
+    epoch: Instant,
 }
 
 /// The scheduler's mutable state.
@@ -76,6 +90,8 @@ struct Core {
     /// The timers of futures ([`Sleep`](crate::Sleep)), which wake wakers.
     waker_timers: WakerTimers,
     reactor: Reactor,
+    /// The scheduler's port, whose count of ended tasks `remove` keeps.
+    port: Arc<crate::inspect::Port>,
 }
 
 impl Core {
@@ -99,6 +115,7 @@ impl Core {
     /// may reach the scheduler.
     fn remove(&mut self, key: usize) -> Option<OwnedHeader> {
         let mut task = self.tasks.slab.try_remove(key)?;
+        self.port.metrics.ended.add(1);
         if let TaskState::Waiting { timer: true, .. } = task.state {
             let tasks = &self.tasks;
             self.timers.mark_stale(|x| tasks.is_waiting(x));
@@ -115,18 +132,42 @@ impl Scheduler {
     pub(crate) fn new() -> io::Result<Scheduler> {
         // Panic messages inside tasks name the task from now on.
         task::install_panic_hook();
+        let id = SchedulerId::next();
+        let mut reactor = Reactor::new()?;
+        let watch = crate::slow_task::Watch::register();
+        let running = watch.clone();
+        let port =
+            crate::inspect::Port::register(id.number(), Box::new(move || running.running_task()));
+        // A dump request interrupts the poll through the cross-thread
+        // queue, held weakly: the request is not a way to wake a task,
+        // which is what the queue's holders count as.
+        let queue = Arc::downgrade(&reactor.remote_queue()?);
+        port.set_interrupt(Box::new(move || {
+            if let Some(q) = queue.upgrade() {
+                q.interrupt();
+            }
+        }));
+        let seed = 0x9E37_79B9_7F4A_7C15 ^ id.number().wrapping_mul(0x2545_F491_4F6C_DD1D);
+        let mut seed_state = seed | 1;
+        let gap = crate::inspect::next_gap(&mut seed_state);
         Ok(Scheduler {
-            id: SchedulerId::next(),
+            id,
             core: RefCell::new(Core {
                 tasks: TaskTable::default(),
                 timers: Timers::default(),
                 waker_timers: WakerTimers::default(),
-                reactor: Reactor::new()?,
+                reactor,
+                port: port.clone(),
             }),
             ready_buf: RefCell::new(Vec::new()),
             batch_buf: RefCell::new(Vec::new()),
             resuming: Cell::new(None),
-            watch: crate::slow_task::Watch::register(),
+            watch,
+            port,
+            sample_in: Cell::new(gap - 1),
+            sample_gap: Cell::new(gap),
+            sample_seed: Cell::new(seed_state),
+            epoch: Instant::now(),
         })
     }
 
@@ -150,6 +191,7 @@ impl Scheduler {
         let mut core = self.core.borrow_mut();
         let tasks = &mut core.tasks;
         tasks.next_serial += 1;
+        self.port.metrics.spawned.add(1);
         let entry = tasks.slab.vacant_entry();
         let id = TaskId {
             key: entry.key(),
@@ -177,7 +219,7 @@ impl Scheduler {
             id,
             name,
             header: Some(header),
-            state: TaskState::Queued,
+            state: TaskState::Queued { since: tasks.clock },
             span,
             resume: None,
         });
@@ -193,6 +235,11 @@ impl Scheduler {
             ));
         }
         Ok(id)
+    }
+
+    /// Its counters and dump requests.
+    pub(crate) fn port(&self) -> &crate::inspect::Port {
+        &self.port
     }
 
     /// A fresh wait token for the task in slot `key` (see [`WaitToken`]).
@@ -273,7 +320,7 @@ impl Scheduler {
             let mut core = self.core.borrow_mut();
             match core.tasks.get_mut(id) {
                 Some(t) => {
-                    if let TaskState::Running { cancel } = &mut t.state {
+                    if let TaskState::Running { cancel, .. } = &mut t.state {
                         // It is the running task: tear it down at its next
                         // pause.
                         *cancel = true;

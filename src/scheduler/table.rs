@@ -19,6 +19,7 @@ use std::rc::Rc;
 
 use slab::Slab;
 
+use crate::inspect::ParkedOn;
 use crate::protocol::{Resume, TaskId, WaitToken};
 use crate::reactor::Wakeups;
 use crate::task::OwnedHeader;
@@ -29,14 +30,35 @@ use crate::trace;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum TaskState {
     /// In the run queue, to be resumed with its record's `resume` value.
-    Queued,
+    Queued { since: u32 },
     /// Its coroutine is running now. `cancel` is set by a cancellation of
     /// the running task, which tears it down at its next pause.
-    Running { cancel: bool },
+    Running { cancel: bool, since: u32 },
     /// Paused in the wait `token` (see [`WaitToken`]); `timer` is true
     /// while a timer entry for this wait sits in the heap, so the heap can
-    /// count entries that went stale.
-    Waiting { token: u64, timer: bool },
+    /// count entries that went stale; `on` says what the wait is for, for
+    /// a dump.
+    Waiting {
+        token: u64,
+        timer: bool,
+        on: WaitKind,
+        since: u32,
+    },
+}
+// In each variant, `since` is the [`TaskTable::clock`] at which the task
+// entered the state, for a dump: kept in the padding of the variants, so
+// the record stays as small as it was.
+
+/// What a waiting task waits for, as its op said (for a dump, which
+/// finds the socket or the task joined by the wait's token).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WaitKind {
+    Timer,
+    Readable,
+    Writable,
+    Accept,
+    Join,
+    Parked(ParkedOn),
 }
 
 /// The scheduler's record of one live task.
@@ -98,6 +120,11 @@ pub(super) struct TaskTable {
     pub(super) next_serial: u64,
     /// The last wait token handed out.
     pub(super) next_token: u64,
+    /// The scheduler's clock as the loop last read it, in milliseconds
+    /// since the scheduler started (wrapping after 49 days): what a task's
+    /// change of state is stamped with (the `since` of [`TaskState`]),
+    /// without a clock read of its own.
+    pub(super) clock: u32,
 }
 
 impl TaskTable {
@@ -127,14 +154,14 @@ impl TaskTable {
     fn wake(&mut self, w: WaitToken, value: Resume, cause: &str) -> (bool, bool) {
         match self.slab.get_mut(w.key) {
             Some(t) => match t.state {
-                TaskState::Waiting { token, timer } if token == w.token => {
+                TaskState::Waiting { token, timer, .. } if token == w.token => {
                     if trace::on() {
                         trace::emit(format_args!(
                             "wake   {} by {cause}",
                             trace::Who(t.id.serial, t.name.as_deref())
                         ));
                     }
-                    t.state = TaskState::Queued;
+                    t.state = TaskState::Queued { since: self.clock };
                     t.resume = Some(value);
                     self.run_queue.push(t.id);
                     (true, timer)

@@ -4,7 +4,7 @@
 use std::io;
 use std::time::Instant;
 
-use super::table::{Task, TaskState};
+use super::table::{Task, TaskState, WaitKind};
 use super::Core;
 use crate::protocol::{Op, Resume, SchedulerId, TaskId, WaitToken};
 use crate::reactor::{WaitFor, Wakeups};
@@ -22,12 +22,12 @@ impl Core {
         let (what, io, deadline) = match op {
             Op::Yield => unreachable!("the loop queues a yield without filing it"),
             Op::Wait(deadline) => {
-                self.set_waiting(wait, true);
+                self.set_waiting(wait, true, WaitKind::Timer);
                 self.timers.insert(deadline, wait, TimerKind::Sleep);
                 return;
             }
             Op::Join(target, deadline) => {
-                self.set_waiting(wait, false);
+                self.set_waiting(wait, false, WaitKind::Join);
                 let filed = match self.tasks.get_mut(target) {
                     Some(Task {
                         header: Some(h), ..
@@ -50,8 +50,10 @@ impl Core {
                 return;
             }
             Op::Park(t, deadline) => {
+                // What the parking code said it parks on, for a dump.
+                let on = WaitKind::Parked(crate::inspect::take_parked_on());
                 if t.wait.key != id.key || t.sched != sched {
-                    self.set_waiting(wait, false);
+                    self.set_waiting(wait, false, on);
                     let e = io::Error::new(
                         io::ErrorKind::InvalidInput,
                         "yieldloop: Op::Park with a token of another task",
@@ -60,7 +62,7 @@ impl Core {
                     return;
                 }
                 // The token was handed out before the pause; it is the wait.
-                self.set_waiting(t.wait, false);
+                self.set_waiting(t.wait, false, on);
                 if let Some(deadline) = deadline {
                     self.arm_deadline(t.wait, deadline);
                 }
@@ -70,7 +72,12 @@ impl Core {
             Op::WriteReady(io, d) => (WaitFor::Writable, io, d),
             Op::Accept(io, d) => (WaitFor::Connection, io, d),
         };
-        self.set_waiting(wait, false);
+        let on = match what {
+            WaitFor::Readable => WaitKind::Readable,
+            WaitFor::Writable => WaitKind::Writable,
+            WaitFor::Connection => WaitKind::Accept,
+        };
+        self.set_waiting(wait, false, on);
         let tasks = &self.tasks;
         match self
             .reactor
@@ -85,17 +92,21 @@ impl Core {
         }
     }
 
-    /// Puts the task of `wait` in that wait.
-    fn set_waiting(&mut self, wait: WaitToken, timer: bool) {
+    /// Puts the task of `wait` in that wait, on `on`, as of now.
+    fn set_waiting(&mut self, wait: WaitToken, timer: bool, on: WaitKind) {
         self.tasks.slab[wait.key].state = TaskState::Waiting {
             token: wait.token,
             timer,
+            on,
+            since: self.tasks.clock,
         };
     }
 
     /// Bounds the wait `wait`, already filed, by `deadline`.
     fn arm_deadline(&mut self, wait: WaitToken, deadline: Instant) {
-        self.set_waiting(wait, true);
+        if let TaskState::Waiting { timer, .. } = &mut self.tasks.slab[wait.key].state {
+            *timer = true;
+        }
         self.timers.insert(deadline, wait, TimerKind::Deadline);
     }
 }

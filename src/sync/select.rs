@@ -42,7 +42,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::waitq::OnDrop;
-use crate::park::{park, park_token};
+use crate::inspect::ParkedOn;
+use crate::park::{park_on, park_token};
 use crate::protocol::ParkToken;
 use crate::protocol::TaskId;
 use crate::protocol::{IoId, Resume};
@@ -460,7 +461,7 @@ impl<'a> Select<'a> {
                     self.pass_on(i);
                 }
             });
-            let r = park(token, self.earliest(start));
+            let r = park_on(token, self.earliest(start), ParkedOn::Channel);
             guard.defuse();
             self.shared.parked.set(None);
             let fired = self.unregister(&regs);
@@ -584,7 +585,7 @@ fn watch_io(shared: &Shared, i: usize, io: IoId, write: bool) {
             shared.fire(i, true);
             return;
         }
-        match park(token, None) {
+        match park_on(token, None, ParkedOn::Channel) {
             Resume::Ready => shared.fire(i, false),
             Resume::Cancelled => return,
             // The socket was closed while watched.
@@ -600,7 +601,7 @@ fn watch_io(shared: &Shared, i: usize, io: IoId, write: bool) {
 fn watch_task(shared: &Shared, i: usize, id: TaskId) {
     let token = park_token();
     if token.watch_task(id) {
-        let _ = park(token, None);
+        let _ = park_on(token, None, ParkedOn::Channel);
     }
     shared.fire(i, false);
 }

@@ -28,7 +28,8 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::park::{park, park_token};
+use crate::inspect::ParkedOn;
+use crate::park::{park_on, park_token};
 use crate::protocol::ParkToken;
 use crate::protocol::Resume;
 
@@ -238,7 +239,7 @@ pub(crate) fn park_local<S>(
         queue(&mut st).remove(id);
         abandon(&mut st, woken.get());
     });
-    let r = park(token, deadline);
+    let r = park_on(token, deadline, ParkedOn::Sync);
     guard.defuse();
     queue(&mut state.borrow_mut()).remove(id);
     (r, woken.get())

@@ -25,6 +25,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::waitq::{OnDrop, WaitQueue};
+use crate::inspect::ParkedOn;
 use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
 use crate::shared::thread::{self, Thread};
@@ -106,7 +107,7 @@ pub(crate) fn wait_until<S, R>(
     deadline: Option<Instant>,
 ) -> Result<R, NotReady> {
     if crate::spawn::current_id().is_some() {
-        wait_in_task(lock, list, ready, deadline, &mut InTask)
+        wait_in_task(lock, list, ready, deadline, &mut InTask(ParkedOn::Channel))
     } else {
         wait_blocking(lock, list, ready, deadline)
     }

@@ -47,7 +47,8 @@ use std::time::Instant;
 use super::error::{RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::{Fired, Registration};
 use super::waitq::{OnDrop, WaitQueue};
-use crate::park::{park, park_token, RemoteUnparker};
+use crate::inspect::ParkedOn;
+use crate::park::{park_on, park_token, RemoteUnparker};
 use crate::protocol::ParkToken;
 use crate::protocol::Resume;
 
@@ -332,7 +333,7 @@ impl<T, F: Flavor> Chan<T, F> {
                 st.pass_on(&self.flavor);
             }
         });
-        let r = park(token, deadline);
+        let r = park_on(token, deadline, ParkedOn::Channel);
         guard.defuse();
         let mut st = self.lock();
         let woken = st.unregister(&reg);
@@ -372,7 +373,7 @@ impl<T, F: Flavor> Chan<T, F> {
             drop(withdrawn);
         });
         loop {
-            let r = park(token, None);
+            let r = park_on(token, None, ParkedOn::Channel);
             let mut st = self.lock();
             // A task that is unwinding cannot wait: its send fails unless
             // it happened already.

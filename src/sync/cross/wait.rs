@@ -36,7 +36,8 @@ use std::collections::VecDeque;
 use std::sync::PoisonError;
 use std::time::Instant;
 
-use crate::park::{park, park_token, RemoteUnparker};
+use crate::inspect::ParkedOn;
+use crate::park::{park_on, park_token, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
 use crate::shared::{thread, Mutex, MutexGuard};
 use crate::sync::waitq::{OnDrop, WaitQueue, Woken};
@@ -273,7 +274,7 @@ fn wait_task<'a, S: Queued>(
         drop(st);
         wake_all(wakes);
     });
-    let r = park(token, deadline);
+    let r = park_on(token, deadline, ParkedOn::Sync);
     drop(keep);
     let mut st = lock(m);
     let woken = match st.waiters().q.get_mut(id) {
