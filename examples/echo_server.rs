@@ -28,7 +28,9 @@
 //! server stops reading while its write waits. A failed `accept` (for example "too many open files") is logged;
 //! the loop pauses briefly and goes on. SIGINT or SIGTERM stops accepting,
 //! lets live connections finish up to the grace period, and prints a
-//! summary.
+//! summary. SIGQUIT (Ctrl-\\ in a terminal) prints every task of every
+//! worker to stderr, with what it waits on and where it is paused, and the
+//! server goes on: `kill -QUIT <pid>`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -40,7 +42,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use yieldloop::net::{TcpListener, TcpStream};
-use yieldloop::signal::{Signals, SIGINT, SIGTERM};
+use yieldloop::signal::{Signals, SIGINT, SIGQUIT, SIGTERM};
 use yieldloop::{JoinHandle, Runtime};
 
 /// Command-line settings.
@@ -132,7 +134,7 @@ fn serve(config: Config) -> io::Result<()> {
         .enumerate()
         .map(|(w, listener)| {
             let (config, stats) = (config.clone(), stats.clone());
-            rt.spawn_on(w, move || worker(listener, &config, &stats))
+            rt.spawn_on(w, move || worker(w, listener, &config, &stats))
         })
         .collect();
     for h in handles {
@@ -159,10 +161,27 @@ fn serve(config: Config) -> io::Result<()> {
 }
 
 /// One worker: accepts until SIGINT/SIGTERM, then drains its connections.
-fn worker(listener: std::net::TcpListener, config: &Config, stats: &Arc<Stats>) -> io::Result<()> {
+/// Worker 0 also answers SIGQUIT with a task dump.
+fn worker(
+    w: usize,
+    listener: std::net::TcpListener,
+    config: &Config,
+    stats: &Arc<Stats>,
+) -> io::Result<()> {
     let listener = TcpListener::from_std(listener)?;
     // Each worker listens for itself: every listener sees every signal.
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    let dumper = if w == 0 {
+        let mut quit = Signals::new([SIGQUIT])?;
+        Some(yieldloop::Builder::new().name("sigquit").spawn(move || {
+            while quit.recv().is_ok() {
+                // Every worker's tasks, as Go prints its goroutines.
+                eprintln!("{}", yieldloop::diag::dump());
+            }
+        })?)
+    } else {
+        None
+    };
     let conns: Rc<RefCell<HashMap<u64, JoinHandle<()>>>> = Rc::default();
 
     let acceptor = {
@@ -174,6 +193,9 @@ fn worker(listener: std::net::TcpListener, config: &Config, stats: &Arc<Stats>) 
     signals.recv()?;
     // Stop accepting: cancelling the acceptor drops (closes) the listener.
     acceptor.cancel();
+    if let Some(d) = dumper {
+        d.cancel();
+    }
     let deadline = Instant::now() + config.grace;
     while !conns.borrow().is_empty() && Instant::now() < deadline {
         yieldloop::sleep(Duration::from_millis(20));

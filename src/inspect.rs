@@ -372,18 +372,19 @@ pub enum WaitingOn {
     Timer,
     /// A socket or descriptor to become readable.
     Readable {
-        /// The descriptor.
-        fd: i32,
+        /// The descriptor, where the source has one of its own (a signal
+        /// listener's pipe, for one, is registered without).
+        fd: Option<i32>,
     },
     /// A socket or descriptor to become writable (or a connect to finish).
     Writable {
-        /// The descriptor.
-        fd: i32,
+        /// The descriptor, as for `Readable`.
+        fd: Option<i32>,
     },
     /// A connection on a listening socket.
     Accept {
-        /// The listener's descriptor.
-        fd: i32,
+        /// The listener's descriptor, as for `Readable`.
+        fd: Option<i32>,
     },
     /// Another task to end.
     Join {
@@ -590,9 +591,12 @@ impl fmt::Display for WaitingOn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WaitingOn::Timer => f.write_str("a timer"),
-            WaitingOn::Readable { fd } => write!(f, "fd {fd} readable"),
-            WaitingOn::Writable { fd } => write!(f, "fd {fd} writable"),
-            WaitingOn::Accept { fd } => write!(f, "a connection on fd {fd}"),
+            WaitingOn::Readable { fd: Some(fd) } => write!(f, "fd {fd} readable"),
+            WaitingOn::Readable { fd: None } => f.write_str("a source readable"),
+            WaitingOn::Writable { fd: Some(fd) } => write!(f, "fd {fd} writable"),
+            WaitingOn::Writable { fd: None } => f.write_str("a source writable"),
+            WaitingOn::Accept { fd: Some(fd) } => write!(f, "a connection on fd {fd}"),
+            WaitingOn::Accept { fd: None } => f.write_str("a connection"),
             WaitingOn::Join { task } => write!(f, "task {task} to end"),
             WaitingOn::Channel => f.write_str("a channel"),
             WaitingOn::Sync => f.write_str("a lock or signal"),

@@ -70,7 +70,7 @@ fn three_tasks_waiting_on_three_things() {
 
         let reader = named(&d, "reader");
         assert!(
-            matches!(reader.state, TaskState::Waiting(WaitingOn::Readable { fd }) if fd >= 0),
+            matches!(reader.state, TaskState::Waiting(WaitingOn::Readable { fd: Some(fd) }) if fd >= 0),
             "{:?}",
             reader.state
         );

@@ -753,6 +753,41 @@ fn descriptor_exhaustion_is_survived() {
     assert!(summary.failed_accepts >= 1, "{}", summary.text);
 }
 
+/// SIGQUIT prints a dump of every task, the connection's among them
+/// waiting on its socket with a backtrace through the server's code, and
+/// the server goes on serving.
+#[test]
+fn sigquit_prints_a_task_dump_and_the_server_goes_on() {
+    let _serial = one_at_a_time();
+    let mut server = Server::start(&[]);
+    let mut client = connect(server.addr);
+    // Served once: the workers (and their SIGQUIT listener) are up.
+    round_trip(&mut client, b"before the dump");
+    server.signal(libc::SIGQUIT);
+    let head = server.line("yieldloop task dump: ", SERVER_TIMEOUT);
+    assert!(head.contains("task(s)"), "{head}");
+    // The connection task waits for its socket; the acceptor for a
+    // connection; both backtraces run through the example's functions.
+    let waiting = server.line("task ", SERVER_TIMEOUT);
+    let mut lines = vec![waiting];
+    let deadline = Instant::now() + SERVER_TIMEOUT;
+    while Instant::now() < deadline {
+        match server.stderr.recv_timeout(Duration::from_millis(300)) {
+            Ok(l) => lines.push(l),
+            Err(_) => break,
+        }
+    }
+    let text = lines.join("\n");
+    assert!(text.contains("waiting on fd"), "{text}");
+    assert!(text.contains("waiting on a connection on fd"), "{text}");
+    assert!(text.contains("echo_server::"), "{text}");
+    round_trip(&mut client, b"after the dump");
+    server.assert_running();
+    drop(client);
+    let summary = server.stop();
+    assert_eq!(summary.accepted, 1, "{}", summary.text);
+}
+
 /// After SIGINT a live client can finish its conversation, new connections are refused, and the server exits 0 once it is done.
 #[test]
 fn sigint_drains_a_live_client_and_refuses_new_ones() {

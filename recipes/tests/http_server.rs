@@ -372,3 +372,54 @@ fn sigint_cuts_what_outlasts_the_grace_period() {
         "{line}"
     );
 }
+
+/// `GET /metrics` answers with the runtime's counters in the Prometheus
+/// text format, one series per worker; SIGQUIT prints a dump of every
+/// task, the request asleep in the handler among them with a backtrace
+/// through the handler, and the server goes on.
+#[test]
+fn metrics_page_and_a_task_dump_on_sigquit() {
+    let mut server = Server::start("http_server", &["--workers", "2"]);
+    let agent = agent();
+    let mut resp = agent
+        .get(format!("http://{}/metrics", server.addr))
+        .call()
+        .expect("the request");
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(
+        resp.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let text = resp.body_mut().read_to_string().unwrap();
+    for series in [
+        "# TYPE yieldloop_resumes_total counter",
+        "yieldloop_tasks_alive{scheduler=",
+        "yieldloop_hold_seconds_bucket{",
+        "yieldloop_blocking_queued ",
+    ] {
+        assert!(text.contains(series), "{series} missing from:\n{text}");
+    }
+    let workers = text
+        .lines()
+        .filter(|l| l.starts_with("yieldloop_polls_total{") && l.contains("yieldloop-worker"))
+        .count();
+    assert_eq!(workers, 2, "{text}");
+
+    let (mut slow, mut slow_r) = raw(server.addr);
+    slow.write_all(b"GET /sleep?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    server.signal("QUIT");
+    server.wait_for_line("yieldloop task dump:");
+    server.wait_for_line("waiting on a timer");
+    server.wait_for_line("yieldloop_recipes::http::demo");
+    let a = read_answer(&mut slow_r, false);
+    assert_eq!(
+        (a.status, a.body.as_slice()),
+        (200, &b"slept 1500 ms\n"[..])
+    );
+    assert!(server.is_running());
+    server.signal("TERM");
+    let status = server.wait_exit(util::TIMEOUT).expect("the server exits");
+    assert!(status.success(), "{status}");
+}

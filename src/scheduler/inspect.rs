@@ -99,7 +99,7 @@ impl Scheduler {
                     token, on, since, ..
                 } => {
                     let w = WaitToken { key, token };
-                    let fd = || fds.get(&w).copied().unwrap_or(-1);
+                    let fd = || fds.get(&w).copied().filter(|&fd| fd >= 0);
                     let on = match on {
                         WaitKind::Timer => WaitingOn::Timer,
                         WaitKind::Readable => WaitingOn::Readable { fd: fd() },

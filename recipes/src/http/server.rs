@@ -7,6 +7,7 @@
 //!     worker w (thread): handler = factory()
 //!       acceptor task:   accept ─▶ spawn connection task (conn.rs) ─▶ table
 //!       signal task:     SIGTERM/SIGINT ─▶ Shutdown::trigger
+//!       (worker 0) SIGQUIT ─▶ a task dump of every worker, on stderr
 //!       main task:       wait for the trigger, then drain:
 //!                          cancel the acceptor (the listener closes)
 //!                          draining = true; cancel the idle connections
@@ -24,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use yieldloop::net::{TcpListener, ToSocketAddrs};
-use yieldloop::signal::{Signals, SIGINT, SIGTERM};
+use yieldloop::signal::{Signals, SIGINT, SIGQUIT, SIGTERM};
 use yieldloop::sync::local::Event;
 use yieldloop::sync::mpsc;
 use yieldloop::{JoinHandle, Runtime};
@@ -46,7 +47,8 @@ use super::message::{Request, Response};
 /// | [`read_timeout`](Self::read_timeout) | 30 s | 408, then it closes |
 /// | [`write_timeout`](Self::write_timeout) | 30 s | the connection closes |
 /// | [`grace`](Self::grace) | 10 s | requests still running are cancelled |
-/// | [`signals`](Self::signals) | on | SIGTERM and SIGINT start the drain |
+/// | [`signals`](Self::signals) | on | SIGTERM and SIGINT start the drain; SIGQUIT prints a task dump |
+/// | [`metrics_path`](Self::metrics_path) | `/metrics` | `GET` there answers with the runtime's counters |
 ///
 /// # Examples
 ///
@@ -81,10 +83,19 @@ pub struct ServeConfig {
     pub write_timeout: Option<Duration>,
     /// How long a drain waits for the requests under way.
     pub grace: Duration,
-    /// Whether SIGTERM and SIGINT start the drain. Their handlers stay in
-    /// place once the server has returned (see `yieldloop::signal`): from
-    /// then on the program no longer ends on them by default.
+    /// Whether SIGTERM and SIGINT start the drain, and SIGQUIT prints a
+    /// dump of every task of every worker to stderr
+    /// ([`yieldloop::diag::dump`]), as Go prints its goroutines, while the
+    /// server goes on. Their handlers stay in place once the server has
+    /// returned (see `yieldloop::signal`): from then on the program no
+    /// longer ends on them by default.
     pub signals: bool,
+    /// The path whose `GET` is answered, ahead of the handler, with every
+    /// scheduler's counters in the Prometheus text format
+    /// ([`yieldloop::diag::prometheus`]): tasks, resumes, polls, busy and
+    /// parked time, timers, sockets, the blocking pool, and how long
+    /// resumes hold the thread. `None`: every path goes to the handler.
+    pub metrics_path: Option<String>,
     /// Stack size of the connection tasks (handlers run on them); `None`:
     /// yieldloop's default.
     pub stack_size: Option<usize>,
@@ -101,6 +112,7 @@ impl Default for ServeConfig {
             write_timeout: Some(Duration::from_secs(30)),
             grace: Duration::from_secs(10),
             signals: true,
+            metrics_path: Some("/metrics".to_string()),
             stack_size: None,
         }
     }
@@ -152,6 +164,12 @@ impl ServeConfig {
     /// Sets [`signals`](Self#structfield.signals).
     pub fn signals(mut self, on: bool) -> Self {
         self.signals = on;
+        self
+    }
+
+    /// Sets [`metrics_path`](Self#structfield.metrics_path).
+    pub fn metrics_path(mut self, path: Option<&str>) -> Self {
+        self.metrics_path = path.map(str::to_owned);
         self
     }
 
@@ -249,7 +267,7 @@ impl Server {
                         shutdown: shutdown.clone(),
                         armed: true,
                     };
-                    let result = worker(listener, &config, &shutdown, move || factory());
+                    let result = worker(w, listener, &config, &shutdown, move || factory());
                     guard.armed = result.is_err();
                     result
                 })
@@ -395,8 +413,9 @@ struct Shared<H> {
     summary: RefCell<Summary>,
 }
 
-/// One worker: accepts until the drain, then drains.
+/// One worker (number `w`): accepts until the drain, then drains.
 fn worker<F, H>(
+    w: usize,
     listener: std::net::TcpListener,
     config: &Arc<ServeConfig>,
     shutdown: &Shutdown,
@@ -430,6 +449,17 @@ where
             }
         })
     });
+    // One worker answers SIGQUIT for all: the dump lists every worker.
+    let on_quit = if config.signals && w == 0 {
+        let mut quit = Signals::new([SIGQUIT])?;
+        Some(yieldloop::spawn(move || {
+            while quit.recv().is_ok() {
+                eprintln!("{}", yieldloop::diag::dump());
+            }
+        }))
+    } else {
+        None
+    };
     let acceptor = {
         let shared = shared.clone();
         yieldloop::spawn(move || accept_loop(&listener, &shared))
@@ -470,7 +500,7 @@ where
         handle.cancel();
         let _ = handle.join();
     }
-    if let Some(task) = on_signal {
+    for task in [on_signal, on_quit].into_iter().flatten() {
         task.cancel();
     }
     let summary = shared.summary.borrow().clone();
@@ -527,7 +557,13 @@ where
                     draining: &done.0.draining,
                     busy: &busy,
                 };
-                let _ = conn::run(&stream, &done.0.config, &done.0.handler, &watch, &done.2);
+                let shared = &done.0;
+                let metrics = shared.config.metrics_path.as_deref();
+                let handler = |req: &Request<'_>| match metrics {
+                    Some(path) if req.path() == path && req.method() == "GET" => metrics_page(),
+                    _ => (shared.handler)(req),
+                };
+                let _ = conn::run(&stream, &shared.config, &handler, &watch, &done.2);
             }
         };
         let spawned = match shared.config.stack_size {
@@ -544,4 +580,11 @@ where
             Err(e) => eprintln!("http: cannot start a connection task: {e}"),
         }
     }
+}
+
+/// The runtime's counters in the Prometheus text format, for
+/// [`ServeConfig::metrics_path`].
+fn metrics_page() -> Response {
+    Response::text(200, yieldloop::diag::prometheus())
+        .header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 }
