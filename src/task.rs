@@ -134,11 +134,8 @@ pub(crate) struct TaskContext {
     /// marker; the header, which has no drop of its own, leaks nothing.
     locals: LocalsSlot,
     /// What the `hook` feature keeps about the task; see [`ForeignState`].
+    /// (It also holds the flag of [`capture_backtrace`], in its padding.)
     foreign: ForeignState,
-    /// Set by [`capture_backtrace`] before it resumes the paused task, so
-    /// that the task notes where it is and pauses again, instead of going
-    /// on (see [`TaskContext::pause`]).
-    capture: Cell<bool>,
 }
 
 /// The state of a task's intercepted C calls (feature `hook`), kept in its
@@ -164,6 +161,11 @@ pub(crate) struct ForeignState {
     /// without looking at the descriptor.
     #[cfg(feature = "hook")]
     own_io: Cell<bool>,
+    /// Set by [`capture_backtrace`] before it resumes the paused task, so
+    /// that the task notes where it is and pauses again, instead of going
+    /// on (see [`TaskContext::pause`]). Kept here, in the padding beside
+    /// the flags above, so that the header does not grow a cache line.
+    capture: Cell<bool>,
 }
 
 /// True when an intercepted call (feature `hook`) made now should be
@@ -318,7 +320,6 @@ impl OwnedHeader {
                     paused_sp: Cell::new(0),
                     locals: LocalsSlot(Cell::new(None)),
                     foreign: ForeignState::default(),
-                    capture: Cell::new(false),
                 },
                 joiners: Joiners::default(),
                 name,
@@ -474,7 +475,7 @@ impl TaskContext {
         // `with_running`, and `pause` runs on the task's stack), so it is
         // alive for the whole call.
         let answer = unsafe { (*yielder).suspend(op) };
-        if self.capture.get() {
+        if self.foreign.capture.get() {
             // Resumed only to tell where it is paused.
             return self.serve_captures(yielder);
         }
@@ -489,7 +490,7 @@ impl TaskContext {
     #[inline(never)]
     fn serve_captures(&self, yielder: *const Yielder<Resume, Op>) -> Resume {
         loop {
-            self.capture.set(false);
+            self.foreign.capture.set(false);
             let (lo, hi) = (self.paused_sp.get(), self.guard.guard_hi + self.guard.size);
             // A failure to walk the stack leaves an empty backtrace; it
             // must not unwind into the scheduler.
@@ -514,7 +515,7 @@ impl TaskContext {
             CAPTURED.with(|c| c.set(Some(ips)));
             // SAFETY: as in `pause`: the yielder lives on this very stack.
             let answer = unsafe { (*yielder).suspend(Op::Yield) };
-            if !self.capture.get() {
+            if !self.foreign.capture.get() {
                 return answer;
             }
         }
@@ -545,7 +546,7 @@ pub(crate) unsafe fn capture_backtrace(header: NonNull<TaskHeader>) -> Option<Ve
     let p = header.as_ptr();
     // SAFETY: by the contract the header is alive and its task paused in
     // `pause`; `cx` is read as a field of its own, apart from `co`.
-    unsafe { (*ptr::addr_of!((*p).cx)).capture.set(true) };
+    unsafe { (*ptr::addr_of!((*p).cx)).foreign.capture.set(true) };
     // SAFETY: the header is alive and its coroutine is ours to resume (the
     // contract); the task, seeing `capture`, only walks its stack and
     // pauses again.
@@ -820,4 +821,18 @@ pub(crate) fn current_task() -> Option<TaskId> {
 /// True when called from a running task's stack (not during a teardown).
 pub(crate) fn in_task() -> bool {
     !FORCED_UNWIND.with(Cell::get) && running_cx().is_some()
+}
+#[cfg(test)]
+mod tests {
+    /// A header stays within four cache lines: a resume touches them (see
+    /// [`super::prefetch_task`]), and a byte more costs a line more on
+    /// every task's stack.
+    #[test]
+    fn a_header_fits_four_cache_lines() {
+        assert!(
+            super::OwnedHeader::SIZE <= 256,
+            "TaskHeader is {} bytes",
+            super::OwnedHeader::SIZE
+        );
+    }
 }
