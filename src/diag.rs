@@ -165,7 +165,7 @@ pub fn metrics() -> Vec<SchedulerMetrics> {
 /// });
 /// ```
 pub fn metrics_here() -> Option<SchedulerMetrics> {
-    crate::scheduler::try_with_scheduler(|s| s.port().snapshot())
+    crate::scheduler::try_with_scheduler(|s| s.metrics())
 }
 
 /// Every scheduler's counters and the blocking pool's,

@@ -227,15 +227,15 @@ impl Metrics {
     /// Records one timed resume that held the thread for `held`, standing
     /// for `weight` resumes.
     #[cold]
-    pub(crate) fn record_hold(&self, held: Duration, weight: u32) {
+    pub(crate) fn record_hold(&self, held: Duration, weight: u64) {
         let ns = u64::try_from(held.as_nanos()).unwrap_or(u64::MAX);
         let bucket = HOLD_BOUNDS_NS
             .iter()
             .position(|&b| ns <= b)
             .unwrap_or(HOLD_BOUNDS_NS.len());
         self.holds_timed.add(1);
-        self.held_ns.add(ns.saturating_mul(u64::from(weight)));
-        self.hold_buckets[bucket].add(u64::from(weight));
+        self.held_ns.add(ns.saturating_mul(weight));
+        self.hold_buckets[bucket].add(weight);
     }
 }
 
@@ -332,15 +332,21 @@ impl Port {
     }
 }
 
-/// Draws the gap to the next timed resume, in `1..2 * HOLD_SAMPLE_MEAN`
-/// (mean [`HOLD_SAMPLE_MEAN`]), from the generator state `seed`.
-pub(crate) fn next_gap(seed: &mut u64) -> u32 {
-    // xorshift64: plenty for spreading samples.
+/// The next number of the generator whose state is `seed` (xorshift64:
+/// plenty for spreading samples).
+pub(crate) fn xorshift(seed: &mut u64) -> u64 {
     let mut x = *seed;
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
     *seed = x;
+    x
+}
+
+/// How many resumes to let pass before the next timed one, from the
+/// random number `x`: in `1..2 * HOLD_SAMPLE_MEAN`, mean
+/// [`HOLD_SAMPLE_MEAN`].
+pub(crate) fn gap_from(x: u64) -> u32 {
     1 + (x % u64::from(2 * HOLD_SAMPLE_MEAN - 1)) as u32
 }
 

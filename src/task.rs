@@ -53,7 +53,18 @@ pub(crate) use panic_hook::install as install_panic_hook;
 
 /// The coroutine type every task runs in: resumed with [`Resume`], yields
 /// [`Op`], returns nothing (the task's value goes wherever its body puts it).
-pub(crate) type TaskCoroutine = Coroutine<Resume, Op, (), PooledStack>;
+pub(crate) type TaskCoroutine = Coroutine<Wake, Op, (), PooledStack>;
+
+/// What a paused task is resumed with: the answer to its op, or, from
+/// [`capture_backtrace`], a request to note where it is and pause again.
+/// `Capture` takes a value `Resume` never uses, so a `Wake` is a `Resume`
+/// in memory: telling the two apart costs the pause a compare.
+pub(crate) enum Wake {
+    Answer(Resume),
+    Capture,
+}
+
+const _: () = assert!(std::mem::size_of::<Wake>() == std::mem::size_of::<Resume>());
 
 /// A coroutine on `stack` that runs `body` (the task's body: the wrapper
 /// around the user's closure) as a task: it first records its yielder
@@ -79,7 +90,7 @@ pub(crate) fn new_coroutine<B: FnOnce() + 'static>(stack: PooledStack, body: B) 
 const INLINE_BODY_MAX: usize = 512;
 
 fn start_coroutine(stack: PooledStack, body: impl FnOnce() + 'static) -> TaskCoroutine {
-    Coroutine::with_stack(stack, move |yielder: &Yielder<Resume, Op>, _first| {
+    Coroutine::with_stack(stack, move |yielder: &Yielder<Wake, Op>, _first| {
         enter_task(yielder);
         body();
     })
@@ -113,7 +124,7 @@ pub(crate) struct TaskContext {
     pub(crate) id: TaskId,
     /// The coroutine's yielder, set when the coroutine starts, before the
     /// body runs.
-    yielder: Cell<*const Yielder<Resume, Op>>,
+    yielder: Cell<*const Yielder<Wake, Op>>,
     /// The task's earliest active [`timeout`](crate::timeout()).
     timeout: Cell<Option<TimeoutScope>>,
     /// About where the stack pointer was when the task last paused (the
@@ -134,7 +145,6 @@ pub(crate) struct TaskContext {
     /// marker; the header, which has no drop of its own, leaks nothing.
     locals: LocalsSlot,
     /// What the `hook` feature keeps about the task; see [`ForeignState`].
-    /// (It also holds the flag of [`capture_backtrace`], in its padding.)
     foreign: ForeignState,
 }
 
@@ -161,11 +171,6 @@ pub(crate) struct ForeignState {
     /// without looking at the descriptor.
     #[cfg(feature = "hook")]
     own_io: Cell<bool>,
-    /// Set by [`capture_backtrace`] before it resumes the paused task, so
-    /// that the task notes where it is and pauses again, instead of going
-    /// on (see [`TaskContext::pause`]). Kept here, in the padding beside
-    /// the flags above, so that the header does not grow a cache line.
-    capture: Cell<bool>,
 }
 
 /// True when an intercepted call (feature `hook`) made now should be
@@ -457,7 +462,9 @@ impl TaskContext {
     /// resumes the task with. Only [`suspend`](crate::raw::suspend) calls
     /// this, with the context [`with_running`] gave it, after checking
     /// that the task is not unwinding.
-    #[inline]
+    /// Kept out of line: inlined into its many callers, it made them keep
+    /// more in registers around the switch than the call costs.
+    #[inline(never)]
     pub(crate) fn pause(&self, op: Op) -> Resume {
         let yielder = self.yielder.get();
         assert!(
@@ -474,12 +481,11 @@ impl TaskContext {
         // (`self` is the running task's context, handed out by
         // `with_running`, and `pause` runs on the task's stack), so it is
         // alive for the whole call.
-        let answer = unsafe { (*yielder).suspend(op) };
-        if self.foreign.capture.get() {
+        match unsafe { (*yielder).suspend(op) } {
+            Wake::Answer(answer) => answer,
             // Resumed only to tell where it is paused.
-            return self.serve_captures(yielder);
+            Wake::Capture => self.serve_captures(yielder),
         }
-        answer
     }
 
     /// Answers [`capture_backtrace`]: notes the return addresses of this
@@ -488,9 +494,8 @@ impl TaskContext {
     /// whose answer is the pause's answer.
     #[cold]
     #[inline(never)]
-    fn serve_captures(&self, yielder: *const Yielder<Resume, Op>) -> Resume {
+    fn serve_captures(&self, yielder: *const Yielder<Wake, Op>) -> Resume {
         loop {
-            self.foreign.capture.set(false);
             let (lo, hi) = (self.paused_sp.get(), self.guard.guard_hi + self.guard.size);
             // A failure to walk the stack leaves an empty backtrace; it
             // must not unwind into the scheduler.
@@ -514,8 +519,7 @@ impl TaskContext {
             .unwrap_or_default();
             CAPTURED.with(|c| c.set(Some(ips)));
             // SAFETY: as in `pause`: the yielder lives on this very stack.
-            let answer = unsafe { (*yielder).suspend(Op::Yield) };
-            if !self.foreign.capture.get() {
+            if let Wake::Answer(answer) = unsafe { (*yielder).suspend(Op::Yield) } {
                 return answer;
             }
         }
@@ -543,14 +547,10 @@ thread_local! {
 /// running, not being torn down; nothing may drop it or resume it until
 /// this returns.
 pub(crate) unsafe fn capture_backtrace(header: NonNull<TaskHeader>) -> Option<Vec<usize>> {
-    let p = header.as_ptr();
-    // SAFETY: by the contract the header is alive and its task paused in
-    // `pause`; `cx` is read as a field of its own, apart from `co`.
-    unsafe { (*ptr::addr_of!((*p).cx)).foreign.capture.set(true) };
     // SAFETY: the header is alive and its coroutine is ours to resume (the
-    // contract); the task, seeing `capture`, only walks its stack and
-    // pauses again.
-    let result = unsafe { resume_task(header, Resume::Ready) };
+    // contract); the task, paused in `pause`, sees `Capture`, only walks
+    // its stack and pauses again.
+    let result = unsafe { wake_task(header, Wake::Capture) };
     match result {
         CoroutineResult::Yield(_) => CAPTURED.with(Cell::take),
         // Cannot happen: `serve_captures` always pauses again.
@@ -649,7 +649,7 @@ const PREFETCH_ABOVE: usize = 512;
 
 /// Records the running task's yielder; called first thing on a task's
 /// coroutine, before its body runs.
-fn enter_task(yielder: &Yielder<Resume, Op>) {
+fn enter_task(yielder: &Yielder<Wake, Op>) {
     if let Some(cx) = running_cx() {
         cx.yielder.set(yielder);
     }
@@ -670,6 +670,17 @@ pub(crate) unsafe fn resume_task(
     header: NonNull<TaskHeader>,
     value: Resume,
 ) -> CoroutineResult<Op, ()> {
+    // SAFETY: this function's contract.
+    unsafe { wake_task(header, Wake::Answer(value)) }
+}
+
+/// [`resume_task`] with a [`Wake`].
+///
+/// # Safety
+///
+/// As for [`resume_task`].
+#[inline(always)]
+unsafe fn wake_task(header: NonNull<TaskHeader>, value: Wake) -> CoroutineResult<Op, ()> {
     /// Clears the task context however the resume ends.
     struct Clear;
     impl Drop for Clear {

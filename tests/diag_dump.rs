@@ -263,7 +263,9 @@ fn counters_move_and_the_hold_histogram_sees_short_blocks() {
         let after = here();
         assert!(after.tasks_spawned > before.tasks_spawned);
         assert!(after.tasks_ended > before.tasks_ended);
-        assert!(after.resumes >= before.resumes + 1000);
+        // Resumes are counted at each poll, which a busy loop makes every
+        // 256 resumes or so: most of the 1,000 are in by now.
+        assert!(after.resumes >= before.resumes + 700, "{after:?}");
         assert!(after.polls > before.polls);
         assert!(after.busy >= Duration::from_millis(1000), "{after:?}");
         assert!(after.holds_timed > before.holds_timed);

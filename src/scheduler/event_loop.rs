@@ -46,6 +46,14 @@ struct Turn {
 }
 
 impl Core {
+    /// Publishes the task counts and the run queue's length to `metrics`.
+    pub(super) fn publish_counts(&self, metrics: &crate::inspect::Metrics) {
+        let spawned = self.tasks.next_serial;
+        metrics.spawned.set(spawned);
+        metrics.ended.set(spawned - self.tasks.slab.len() as u64);
+        metrics.run_queue.set(self.tasks.run_queue.len() as u64);
+    }
+
     /// Wakes every task whose deadline is due at `now`, and files the
     /// wakers of the futures' timers due by then with the reactor's list of
     /// wakers to wake once the state is let go of.
@@ -92,6 +100,15 @@ impl Core {
 }
 
 impl Scheduler {
+    /// Prefetches for the task [`PREFETCH_AHEAD`] places after `next` in
+    /// the turn `batch`, if there is one.
+    #[inline]
+    fn prefetch_ahead(&self, batch: &[TaskId], next: usize) {
+        if let Some(ahead) = batch.get(next + PREFETCH_AHEAD - 1) {
+            self.prefetch(ahead.key);
+        }
+    }
+
     /// Starts loading what resuming the task in slot `key` touches (see
     /// [`task::prefetch_task`]), from the addresses noted for it.
     fn prefetch(&self, key: usize) {
@@ -102,9 +119,12 @@ impl Scheduler {
     }
 
     /// Runs one queued task until it pauses or ends, and files it. With
-    /// `timed`, the resume is timed for the hold histogram, standing for
-    /// that many resumes.
-    fn run_one(&self, id: TaskId, turn: &mut Turn, timed: Option<u32>) {
+    /// `TIMED`, the resume is timed for the hold histogram (a copy of its
+    /// own, so that the untimed resumes pay nothing for it), standing for
+    /// `weight` resumes. Kept out of line, as the turn's loop is best
+    /// with it.
+    #[inline(never)]
+    fn run_one<const TIMED: bool>(&self, id: TaskId, turn: &mut Turn, weight: u64) {
         let key = id.key;
         // The task's `tracing` span (feature `tracing`), entered until the
         // task is filed.
@@ -143,7 +163,7 @@ impl Scheduler {
             ));
         }
         let resume_no = self.watch.begin(id.serial);
-        let timed_from = timed.map(|_| Instant::now());
+        let timed_from = if TIMED { Some(Instant::now()) } else { None };
         // A panic out of the resume is caught for the whole turn in
         // `run_until` (one landing pad per turn, not per resume), which
         // reads this to know whose it was.
@@ -154,7 +174,7 @@ impl Scheduler {
         // does, below.
         let result = unsafe { task::resume_task(header, value) };
         self.resuming.set(None);
-        if let (Some(from), Some(weight)) = (timed_from, timed) {
+        if let Some(from) = timed_from {
             self.port.metrics.record_hold(from.elapsed(), weight);
         }
         #[cfg(feature = "tracing")]
@@ -282,26 +302,46 @@ impl Scheduler {
             let mut next = 0;
             // With a handful of tasks, their memory stays in the cache.
             let prefetch = batch.len() >= PREFETCH_FROM_TASKS;
-            // Resumes left until the next one timed for the hold histogram.
-            let mut sample_in = self.sample_in.get();
+            // The place in this turn of the resume timed for the hold
+            // histogram, at random, when one is due (see `sample_due`):
+            // most turns have none, and take the loop below without looking.
+            let len = batch.len();
+            let timed_at = if self.sample_due.get() && len > 0 {
+                Some(self.draw() as usize % len)
+            } else {
+                None
+            };
             let finished = loop {
                 let turn_run = panic::catch_unwind(panic::AssertUnwindSafe(|| {
-                    while next < batch.len() {
+                    let Some(at) = timed_at else {
+                        // No resume of this turn is timed.
+                        while next < len {
+                            let id = batch[next];
+                            next += 1;
+                            if prefetch {
+                                self.prefetch_ahead(&batch, next);
+                            }
+                            self.run_one::<false>(id, &mut turn, 0);
+                            if done() {
+                                return true;
+                            }
+                        }
+                        return false;
+                    };
+                    while next < len {
                         let id = batch[next];
                         next += 1;
                         if prefetch {
-                            if let Some(ahead) = batch.get(next + PREFETCH_AHEAD - 1) {
-                                self.prefetch(ahead.key);
-                            }
+                            self.prefetch_ahead(&batch, next);
                         }
-                        let timed = if sample_in == 0 {
-                            sample_in = self.next_sample();
-                            Some(self.sample_gap.replace(sample_in + 1))
+                        if at == next - 1 && self.sample_due.get() {
+                            self.sample_due.set(false);
+                            let weight = self.since_sample.replace(0).max(1);
+                            self.sample_gap.set(crate::inspect::gap_from(self.draw()));
+                            self.run_one::<true>(id, &mut turn, weight);
                         } else {
-                            sample_in -= 1;
-                            None
-                        };
-                        self.run_one(id, &mut turn, timed);
+                            self.run_one::<false>(id, &mut turn, 0);
+                        }
                         if done() {
                             return true;
                         }
@@ -313,10 +353,6 @@ impl Scheduler {
                     Err(payload) => self.resume_panicked(payload),
                 }
             };
-            self.sample_in.set(sample_in);
-            let metrics = &self.port.metrics;
-            metrics.resumes.add(next as u64);
-            metrics.run_queue.set(batch.len() as u64);
             if finished {
                 // Leave the rest of the turn at the head of the queue for a
                 // later run of the loop.
@@ -384,7 +420,17 @@ impl Scheduler {
                 deadline = Some(deadline.map_or(soon, |d| d.min(soon)));
             }
             turns_without_poll = 0;
+            // The counters other threads read, brought up to date once per
+            // poll rather than per resume.
+            let metrics = &self.port.metrics;
+            metrics.resumes.add(resumes_without_poll as u64);
+            let since = self.since_sample.get() + resumes_without_poll as u64;
+            self.since_sample.set(since);
+            if since >= u64::from(self.sample_gap.get()) {
+                self.sample_due.set(true);
+            }
             resumes_without_poll = 0;
+            core.publish_counts(metrics);
             if deadline.is_none() && core.reactor.is_idle() {
                 // No timer, no socket, no ready task: nothing can ever wake
                 // the tasks that are left. Return; the caller reports it.
@@ -478,13 +524,12 @@ impl Scheduler {
         now.saturating_duration_since(self.epoch).as_millis() as u32
     }
 
-    /// Resumes until the next one timed for the hold histogram, drawn at
-    /// random (see [`crate::inspect::HOLD_SAMPLE_MEAN`]).
+    /// A random number, for the hold histogram's sampling.
     #[cold]
-    fn next_sample(&self) -> u32 {
+    fn draw(&self) -> u64 {
         let mut seed = self.sample_seed.get();
-        let gap = crate::inspect::next_gap(&mut seed);
+        let x = crate::inspect::xorshift(&mut seed);
         self.sample_seed.set(seed);
-        gap - 1
+        x
     }
 }

@@ -72,11 +72,14 @@ pub(crate) struct Scheduler {
     watch: Arc<crate::slow_task::Watch>,
     /// Its counters and dump requests, shared with any thread.
     port: Arc<crate::inspect::Port>,
-    /// The hold histogram's sampling: resumes left until the next timed
-    /// one, the gap that led to it (its weight), and the generator state
-    /// the gaps are drawn from.
-    sample_in: Cell<u32>,
+    /// The hold histogram's sampling, brought up to date at each poll:
+    /// the resumes since the last timed one, how many to let pass before
+    /// the next (drawn at random), whether one is due (then a resume of
+    /// the next turn, at random, is timed and counts for them all), and
+    /// the state of the generator.
+    since_sample: Cell<u64>,
     sample_gap: Cell<u32>,
+    sample_due: Cell<bool>,
     sample_seed: Cell<u64>,
     /// The instant the task table's clock counts from.
     epoch: Instant,
@@ -90,8 +93,6 @@ struct Core {
     /// The timers of futures ([`Sleep`](crate::Sleep)), which wake wakers.
     waker_timers: WakerTimers,
     reactor: Reactor,
-    /// The scheduler's port, whose count of ended tasks `remove` keeps.
-    port: Arc<crate::inspect::Port>,
 }
 
 impl Core {
@@ -115,7 +116,6 @@ impl Core {
     /// may reach the scheduler.
     fn remove(&mut self, key: usize) -> Option<OwnedHeader> {
         let mut task = self.tasks.slab.try_remove(key)?;
-        self.port.metrics.ended.add(1);
         if let TaskState::Waiting { timer: true, .. } = task.state {
             let tasks = &self.tasks;
             self.timers.mark_stale(|x| tasks.is_waiting(x));
@@ -149,7 +149,7 @@ impl Scheduler {
         }));
         let seed = 0x9E37_79B9_7F4A_7C15 ^ id.number().wrapping_mul(0x2545_F491_4F6C_DD1D);
         let mut seed_state = seed | 1;
-        let gap = crate::inspect::next_gap(&mut seed_state);
+        let gap = crate::inspect::gap_from(crate::inspect::xorshift(&mut seed_state));
         Ok(Scheduler {
             id,
             core: RefCell::new(Core {
@@ -157,15 +157,15 @@ impl Scheduler {
                 timers: Timers::default(),
                 waker_timers: WakerTimers::default(),
                 reactor,
-                port: port.clone(),
             }),
             ready_buf: RefCell::new(Vec::new()),
             batch_buf: RefCell::new(Vec::new()),
             resuming: Cell::new(None),
             watch,
             port,
-            sample_in: Cell::new(gap - 1),
+            since_sample: Cell::new(0),
             sample_gap: Cell::new(gap),
+            sample_due: Cell::new(false),
             sample_seed: Cell::new(seed_state),
             epoch: Instant::now(),
         })
@@ -191,7 +191,6 @@ impl Scheduler {
         let mut core = self.core.borrow_mut();
         let tasks = &mut core.tasks;
         tasks.next_serial += 1;
-        self.port.metrics.spawned.add(1);
         let entry = tasks.slab.vacant_entry();
         let id = TaskId {
             key: entry.key(),
@@ -237,9 +236,13 @@ impl Scheduler {
         Ok(id)
     }
 
-    /// Its counters and dump requests.
-    pub(crate) fn port(&self) -> &crate::inspect::Port {
-        &self.port
+    /// Its counters now: exact, when the state is free (called from a
+    /// task of this scheduler), else as of its last poll.
+    pub(crate) fn metrics(&self) -> crate::inspect::SchedulerMetrics {
+        if let Ok(core) = self.core.try_borrow() {
+            core.publish_counts(&self.port.metrics);
+        }
+        self.port.snapshot()
     }
 
     /// A fresh wait token for the task in slot `key` (see [`WaitToken`]).

@@ -16,6 +16,7 @@ impl Core {
     /// task straight back in the run queue. An op that cannot be waited
     /// for (a stale socket id, a foreign park token) ends the wait at once
     /// with an error.
+    #[inline]
     pub(super) fn wait_for(&mut self, id: TaskId, op: Op, sched: SchedulerId) {
         let token = self.tasks.fresh_token();
         let wait = WaitToken { key: id.key, token };
