@@ -292,6 +292,11 @@ impl Joiners {
 /// [`drop_task`] for one that may be suspended.
 pub(crate) struct OwnedHeader(NonNull<TaskHeader>);
 
+// A header stays within four cache lines: a resume touches them (see
+// `prefetch_task`), and a byte more costs a line more on every task's
+// stack.
+const _: () = assert!(OwnedHeader::SIZE <= 256);
+
 impl OwnedHeader {
     /// Bytes to reserve at the top of a task's stack for its header.
     pub(crate) const SIZE: usize = std::mem::size_of::<TaskHeader>();
@@ -832,18 +837,4 @@ pub(crate) fn current_task() -> Option<TaskId> {
 /// True when called from a running task's stack (not during a teardown).
 pub(crate) fn in_task() -> bool {
     !FORCED_UNWIND.with(Cell::get) && running_cx().is_some()
-}
-#[cfg(test)]
-mod tests {
-    /// A header stays within four cache lines: a resume touches them (see
-    /// [`super::prefetch_task`]), and a byte more costs a line more on
-    /// every task's stack.
-    #[test]
-    fn a_header_fits_four_cache_lines() {
-        assert!(
-            super::OwnedHeader::SIZE <= 256,
-            "TaskHeader is {} bytes",
-            super::OwnedHeader::SIZE
-        );
-    }
 }
