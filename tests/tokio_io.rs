@@ -1,17 +1,21 @@
 //! `tokio::io::AsyncRead`/`AsyncWrite` on yieldloop's reactor (feature
 //! `tokio`): tokio-style async code, with no tokio runtime anywhere,
 //! driven by `block_on` inside a task while the other tasks keep running;
-//! `PausingIo` over a pipe; split halves in two futures; polls outside the
-//! run that made the socket.
+//! `PausingIo` over a pipe; split halves in two futures; reads into
+//! uninitialised buffers; polls outside the run that made the socket.
 
 mod util;
 
 use std::cell::Cell;
+use std::future::poll_fn;
+use std::mem::MaybeUninit;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use yieldloop::io::PausingIo;
 use yieldloop::net::{TcpListener, TcpStream, UnixStream};
 use yieldloop::{block_on, sleep, spawn};
@@ -127,6 +131,54 @@ fn pausing_io_over_a_pipe_with_tokio_traits() {
             block_on(rx.read_to_end(&mut got)).unwrap();
             writer.join().unwrap();
             assert!(got == expected, "the pipe's data differs");
+        });
+    });
+}
+
+/// A poll that finds nothing to read leaves a fresh, uninitialised
+/// `ReadBuf` as it was (a codec hands one over its whole spare capacity on
+/// every poll), and a read fills what arrived: a socket initialises no more
+/// of the buffer than that, a `PausingIo` over a pipe (its `Read` may look
+/// at the buffer) zeroes the rest first.
+#[test]
+fn reads_into_uninitialised_buffers() {
+    util::within(|| {
+        yieldloop::run(|| {
+            let (a, b) = UnixStream::pair().unwrap();
+            let mut fds = [0; 2];
+            // SAFETY: `fds` has room for the two descriptors `pipe` writes.
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            // SAFETY: just opened, owned by nothing else.
+            let (rx, tx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            let mut rx = PausingIo::new(std::fs::File::from(rx)).unwrap();
+            let tx = std::fs::File::from(tx);
+            let mut store = [MaybeUninit::<u8>::uninit(); 4096];
+            block_on(poll_fn(|cx| {
+                // The socket tries a `recv`, which writes nothing.
+                for _ in 0..2 {
+                    let mut buf = ReadBuf::uninit(&mut store);
+                    assert!(Pin::new(&mut &a).poll_read(cx, &mut buf).is_pending());
+                    assert_eq!(buf.initialized().len(), 0);
+                }
+                // The pipe's first try zeroes the buffer for its `read`;
+                // the poll after it, with no event since, does not try.
+                let mut buf = ReadBuf::uninit(&mut store);
+                assert!(Pin::new(&mut rx).poll_read(cx, &mut buf).is_pending());
+                let mut buf = ReadBuf::uninit(&mut store);
+                assert!(Pin::new(&mut rx).poll_read(cx, &mut buf).is_pending());
+                assert_eq!(buf.initialized().len(), 0);
+                Poll::Ready(())
+            }));
+            blocking::write_all(&b, b"hello");
+            blocking::write_all(&tx, b"pipe");
+            let mut buf = ReadBuf::uninit(&mut store);
+            block_on(poll_fn(|cx| Pin::new(&mut &a).poll_read(cx, &mut buf))).unwrap();
+            assert_eq!(buf.filled(), b"hello");
+            assert_eq!(buf.initialized().len(), 5);
+            let mut buf = ReadBuf::uninit(&mut store);
+            block_on(poll_fn(|cx| Pin::new(&mut rx).poll_read(cx, &mut buf))).unwrap();
+            assert_eq!(buf.filled(), b"pipe");
+            assert_eq!(buf.initialized().len(), 4096);
         });
     });
 }

@@ -8,10 +8,13 @@
 //! [`Config::connect_raw`]; the background [`Connection`] future that
 //! tokio-postgres returns is driven by a task of its own
 //! ([`yieldloop::spawn_future`]), and each call runs its future with
-//! [`yieldloop::block_on`]. A query that waits for the server pauses only
-//! the calling task: other tasks of the thread (other queries on the same
-//! or other connections, a server's other requests) keep running. No tokio
-//! runtime exists anywhere on this path.
+//! [`yieldloop::block_on`]. While a call waits, its own task polls the
+//! connection too, and takes the connection's wake-ups from the driver
+//! task: a round trip is then one pause of the calling task, not three
+//! task switches (call, driver, driver). A query that waits for the server
+//! pauses only the calling task: other tasks of the thread (other queries
+//! on the same or other connections, a server's other requests) keep
+//! running. No tokio runtime exists anywhere on this path.
 //!
 //! [`PgClient`] has the usual calls in blocking style: [`query`],
 //! [`query_one`], [`query_opt`], [`execute`], [`batch_execute`],
@@ -107,7 +110,7 @@
 //! The `pg_visits` example program runs a variant of this against a real
 //! server.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -123,6 +126,10 @@ use yieldloop::net::TcpStream;
 use yieldloop::JoinHandle;
 
 use crate::pool;
+
+mod link;
+
+use link::Link;
 
 /// The tokio-postgres crate this recipe is built on, for its types
 /// ([`types`](tokio_postgres::types), [`Row`], [`Statement`], errors).
@@ -389,11 +396,12 @@ fn fatal(e: &tokio_postgres::Error) -> bool {
 /// opened it.
 pub struct PgClient {
     client: Client,
-    /// The task driving tokio-postgres's `Connection`; it ends by itself
-    /// once the client is dropped and the server's last answers are in.
+    /// The task driving tokio-postgres's `Connection` while no call does;
+    /// it ends by itself once the client is dropped and the server's last
+    /// answers are in.
     driver: Option<JoinHandle<()>>,
-    /// Why the connection ended, once it has, as the driver saw it.
-    lost: Rc<RefCell<Option<String>>>,
+    /// The connection, which a call's task drives while the call waits.
+    link: Rc<Link>,
     peer: SocketAddr,
     /// A call unwound instead of returning (a timeout, a cancelled task):
     /// its statement may still be running.
@@ -445,19 +453,12 @@ impl PgClient {
         stream.set_nodelay(true).map_err(Error::Connect)?;
         let peer = stream.peer_addr().map_err(Error::Connect)?;
         let (client, connection) = yieldloop::block_on(opts.config.connect_raw(stream, NoTls))?;
-        let lost = Rc::new(RefCell::new(None));
-        let seen = lost.clone();
-        let driver = yieldloop::spawn_future(async move {
-            let why = match connection.await {
-                Ok(()) => "the connection was closed".to_string(),
-                Err(e) => e.to_string(),
-            };
-            *seen.borrow_mut() = Some(why);
-        });
+        let link = Link::new(connection);
+        let driver = yieldloop::spawn_future(link.clone().drive());
         Ok(PgClient {
             client,
             driver: Some(driver),
-            lost,
+            link,
             peer,
             interrupted: Cell::new(false),
             dead: Cell::new(false),
@@ -476,7 +477,8 @@ impl PgClient {
         // Set by the guard's drop, which only an unwind reaches: calls of
         // other tasks sharing the client may be in flight meanwhile.
         let unwound = Unwound(&self.interrupted);
-        let result = yieldloop::block_on(future);
+        let future = std::pin::pin!(future);
+        let result = yieldloop::block_on(self.link.drive_while(future));
         std::mem::forget(unwound);
         result.map_err(|e| {
             if fatal(&e) {
@@ -489,7 +491,7 @@ impl PgClient {
     /// Why no call may start now, if none may.
     fn unusable(&self) -> Option<String> {
         if self.dead.get() || self.client.is_closed() {
-            let why = self.lost.borrow().clone();
+            let why = self.link.lost();
             return Some(why.unwrap_or_else(|| "the server ended the session".to_string()));
         }
         if self.interrupted() {

@@ -239,6 +239,75 @@ fn queries_run_on_yieldloop_with_no_tokio_runtime() {
     .unwrap();
 }
 
+/// Tasks sharing one client have their queries pipelined on its connection: each gets its own answer, whichever task waits on the connection at the time, also after one of them times out while waiting, and through the raw tokio-postgres client.
+#[test]
+fn tasks_sharing_a_client_each_get_their_answer() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || -> Result<(), Error> {
+        let client = Rc::new(PgClient::connect(&opts)?);
+        // Answered in the order sent: the first, slowest, holds up the rest.
+        let sleeps = [0.15f64, 0.0, 0.05, 0.0];
+        let tasks: Vec<_> = sleeps
+            .iter()
+            .enumerate()
+            .map(|(n, &secs)| {
+                let client = client.clone();
+                yieldloop::spawn(move || -> Result<i32, Error> {
+                    let n = n as i32;
+                    let row = if n == 3 {
+                        let raw = client.client();
+                        yieldloop::block_on(
+                            raw.query_one("SELECT $1::int4, pg_sleep($2)", &[&n, &secs]),
+                        )
+                        .map_err(Error::Postgres)?
+                    } else {
+                        client.query_one("SELECT $1::int4, pg_sleep($2)", &[&n, &secs])?
+                    };
+                    Ok(row.get(0))
+                })
+            })
+            .collect();
+        let got: Vec<i32> = tasks
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect::<Result<_, _>>()?;
+        assert_eq!(got, [0, 1, 2, 3]);
+
+        // The task waiting on the connection gives up; the one behind it
+        // still gets its answer, once the server is done with the first.
+        let start = Instant::now();
+        let quitter = {
+            let client = client.clone();
+            yieldloop::spawn(move || {
+                yieldloop::timeout(Duration::from_millis(50), || {
+                    client.execute("SELECT pg_sleep(0.3)", &[])
+                })
+                .is_err()
+            })
+        };
+        yieldloop::yield_now();
+        let behind = {
+            let client = client.clone();
+            yieldloop::spawn(move || -> Result<i32, Error> {
+                Ok(client.query_one("SELECT 7", &[])?.get(0))
+            })
+        };
+        assert!(quitter.join().unwrap(), "the 0.3 s query beat 50 ms");
+        assert_eq!(behind.join().unwrap()?, 7);
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(250),
+            "answered after {took:?}"
+        );
+        assert!(client.is_broken());
+        Ok(())
+    })
+    .unwrap();
+}
+
 /// 50 connects, then 50 `pg_sleep(0.2)` queries at once, while a 1 ms ticker on the same thread keeps ticking.
 #[test]
 fn fifty_slow_queries_pause_only_their_tasks() {

@@ -2,13 +2,16 @@
 //! tokio (feature `tokio`) for [`PausingIo`], on the reactor's wakers: the
 //! poll-style calls [`PausingIo::poll_read_with`] and its twins, written
 //! once per trait family. The sockets of [`net`](crate::net) pass theirs on
-//! to these.
+//! to these, but for tokio's reads, which go to a `recv` into the
+//! uninitialised buffer (`poll_recv_buf`).
 //!
 //! As for `Read` and `Write`: the owned type where `T` reads (writes)
 //! through `&mut`, and a shared reference where `&T` does, so that one
 //! future can read while another writes.
 
 use std::io::{self, IoSlice, Read, Write};
+#[cfg(feature = "tokio")]
+use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -134,13 +137,18 @@ mod tokio_impls {
 
     use super::*;
 
-    /// A read into the unfilled part of `buf` by `read`, which is handed
-    /// that part zeroed where it was not initialised yet.
-    fn read_buf(
-        buf: &mut ReadBuf<'_>,
-        read: impl FnOnce(&mut [u8]) -> Poll<io::Result<usize>>,
-    ) -> Poll<io::Result<()>> {
-        let n = ready!(read(buf.initialize_unfilled()))?;
+    /// Ends a read into the unfilled part of `buf`: the bytes it read,
+    /// initialised by then, become filled.
+    ///
+    /// The part handed to the read is zeroed (`initialize_unfilled`) in
+    /// the read call itself, run only once the source is worth trying: a
+    /// poll that files the waker instead leaves the buffer alone. That
+    /// matters because callers such as `tokio_util`'s `Framed` make a
+    /// fresh `ReadBuf` over their whole spare capacity (kilobytes) on each
+    /// poll, and poll once more after every message to find the socket
+    /// empty.
+    fn filled(buf: &mut ReadBuf<'_>, polled: Poll<io::Result<usize>>) -> Poll<io::Result<()>> {
+        let n = ready!(polled)?;
         buf.advance(n);
         Poll::Ready(Ok(()))
     }
@@ -152,11 +160,11 @@ mod tokio_impls {
             cx: &mut Context<'_>,
             buf: &mut ReadBuf<'_>,
         ) -> Poll<io::Result<()>> {
-            let this = self.get_mut();
-            read_buf(buf, |b| {
-                let len = b.len();
-                this.poll_read_stream_with_mut(cx, len, |io| io.read(b))
-            })
+            let len = buf.remaining();
+            let polled = self
+                .get_mut()
+                .poll_read_stream_with_mut(cx, len, |io| io.read(buf.initialize_unfilled()));
+            filled(buf, polled)
         }
     }
 
@@ -170,10 +178,43 @@ mod tokio_impls {
             cx: &mut Context<'_>,
             buf: &mut ReadBuf<'_>,
         ) -> Poll<io::Result<()>> {
-            read_buf(buf, |b| {
-                let len = b.len();
-                self.poll_read_stream_with(cx, len, |mut io| io.read(b))
-            })
+            let len = buf.remaining();
+            let polled =
+                self.poll_read_stream_with(cx, len, |mut io| io.read(buf.initialize_unfilled()));
+            filled(buf, polled)
+        }
+    }
+
+    impl<T: AsRawFd> PausingIo<T> {
+        /// tokio's `poll_read` for a socket of [`net`](crate::net): `recv`
+        /// straight into the unfilled part of `buf`, uninitialised as it
+        /// may be, as tokio's own sockets read. A `T: Read` may look at
+        /// the buffer it is handed, so the generic impls above zero it
+        /// first; the system call only writes. (It runs marked as
+        /// yieldloop's own, like every try, so the `hook` feature lets it
+        /// through.)
+        pub(crate) fn poll_recv_buf(
+            &self,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let len = buf.remaining();
+            let n = ready!(self.poll_read_stream_with(cx, len, |io| {
+                // SAFETY: nothing here de-initialises any of it: `recv`
+                // only writes bytes.
+                let dst = unsafe { buf.unfilled_mut() };
+                // SAFETY: `dst` is valid for writes of `dst.len()` bytes,
+                // which `recv` writes at most and never reads; `io` keeps
+                // the descriptor open for the call.
+                let n =
+                    unsafe { libc::recv(io.as_raw_fd(), dst.as_mut_ptr().cast(), dst.len(), 0) };
+                // A negative count is the failure, and only that.
+                usize::try_from(n).map_err(|_| io::Error::last_os_error())
+            }))?;
+            // SAFETY: `recv` wrote the first `n` bytes of the unfilled part.
+            unsafe { buf.assume_init(n) };
+            buf.advance(n);
+            Poll::Ready(Ok(()))
         }
     }
 

@@ -130,7 +130,9 @@ macro_rules! blocking_style_io {
 /// Implements the async I/O traits of the enabled features, `futures-io`'s
 /// and tokio's `AsyncRead`/`AsyncWrite`, for a stream type and a shared
 /// reference to it (so that one future can read while another writes), by
-/// passing each call to the `&PausingIo` impls of its `inner` field;
+/// passing each call to the `&PausingIo` impls of its `inner` field (but
+/// tokio's reads to `PausingIo::poll_recv_buf`, which need not zero the
+/// buffer first);
 /// closing (`poll_close`, `poll_shutdown`) shuts down the write side,
 /// which sends the peer an end of stream.
 macro_rules! async_stream_io {
@@ -202,7 +204,8 @@ macro_rules! async_stream_io {
                 cx: &mut std::task::Context<'_>,
                 buf: &mut tokio::io::ReadBuf<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                tokio::io::AsyncRead::poll_read(std::pin::Pin::new(&mut &self.inner), cx, buf)
+                // Into the buffer as it is: no zeroing for a system call.
+                self.inner.poll_recv_buf(cx, buf)
             }
         }
 
