@@ -134,8 +134,9 @@ pub fn dump_within(limit: Duration) -> Dump {
 }
 
 /// The counters of every scheduler alive in the process, oldest first.
-/// Reading them costs each scheduler nothing: it keeps them as it goes,
-/// with plain stores.
+/// Reading them costs the schedulers nothing: each brings them up to date
+/// at each poll of its loop (every few hundred resumes at the most, while
+/// it is busy), with plain stores, so a reading is as of that moment.
 ///
 /// # Examples
 ///
@@ -144,8 +145,14 @@ pub fn dump_within(limit: Duration) -> Dump {
 ///     for _ in 0..10 {
 ///         yieldloop::spawn(yieldloop::yield_now).join().unwrap();
 ///     }
-///     let here = yieldloop::diag::metrics().into_iter().last().unwrap();
-///     assert!(here.tasks_spawned >= 11 && here.resumes >= 20);
+///     yieldloop::sleep(std::time::Duration::from_millis(1)); // a poll
+///     let id = yieldloop::diag::metrics_here().unwrap().scheduler;
+///     let here = yieldloop::diag::metrics()
+///         .into_iter()
+///         .find(|m| m.scheduler == id)
+///         .unwrap();
+///     assert!(here.tasks_spawned == 11 && here.tasks_ended == 10);
+///     assert!(here.resumes >= 20);
 /// });
 /// ```
 pub fn metrics() -> Vec<SchedulerMetrics> {
@@ -153,7 +160,8 @@ pub fn metrics() -> Vec<SchedulerMetrics> {
 }
 
 /// The counters of the scheduler of the calling thread; `None` outside
-/// [`run`](crate::run) (and a runtime's workers).
+/// [`run`](crate::run) (and a runtime's workers). Called from one of its
+/// tasks, the task counts are exact; the rest are as of its last poll.
 ///
 /// # Examples
 ///

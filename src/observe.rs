@@ -15,8 +15,11 @@
 //!
 //! The task's span is entered for each resume and left when the task
 //! pauses, so the events the task's own code emits carry it as their
-//! context. With no subscriber (or one that filters these out), each costs
-//! a check of a cached interest: no allocation, no lock.
+//! context. Until a subscriber is set (globally or for a scope), the
+//! scheduler skips them all on one check per turn of its loop; with one
+//! that filters these out, each costs a check of a cached interest: no
+//! allocation, no lock. A task spawned before any subscriber was set has
+//! no span.
 //!
 //! The reports keep going to stderr as before unless a subscriber takes
 //! their `WARN` (or `ERROR`) events: then they go to it alone, so that they
@@ -26,12 +29,15 @@
 #[cfg(feature = "tracing")]
 use crate::protocol::{Op, Resume};
 
-/// The span of one task: `tracing::Span` with the feature, nothing
-/// without.
+/// The spans of a scheduler's tasks, by task slot: with the feature, a
+/// span for each task spawned while a subscriber wanted them; nothing
+/// without. Kept beside the task table rather than in each task's record,
+/// so that with no subscriber a task costs nothing more than it does
+/// without the feature: the list stays empty.
 #[derive(Debug, Default)]
-pub(crate) struct TaskSpan {
+pub(crate) struct Spans {
     #[cfg(feature = "tracing")]
-    span: Option<tracing::Span>,
+    by_slot: Vec<Option<tracing::Span>>,
 }
 
 /// The span entered while a task runs; leaving it when dropped.
@@ -41,10 +47,35 @@ pub(crate) struct Entered {
     _entered: Option<tracing::span::EnteredSpan>,
 }
 
-impl TaskSpan {
-    /// The span of a task being spawned, named by its serial and name.
-    #[inline]
-    pub(crate) fn new(serial: u64, name: Option<&str>) -> TaskSpan {
+/// True once a `tracing` subscriber has been set, globally or for a
+/// scope, on any thread (one load); false without the feature. Until
+/// then no span is opened and no event is made: the scheduler asks once
+/// per turn of its loop and skips them all.
+#[inline]
+pub(crate) fn active() -> bool {
+    #[cfg(feature = "tracing")]
+    {
+        tracing::dispatcher::has_been_set()
+    }
+    #[cfg(not(feature = "tracing"))]
+    {
+        false
+    }
+}
+
+impl Spans {
+    /// Opens the span of a task being spawned into `slot`, named by its
+    /// serial and name (if a subscriber wants it).
+    #[inline(always)]
+    pub(crate) fn open(&mut self, slot: usize, serial: u64, name: Option<&str>) {
+        if active() {
+            self.open_observed(slot, serial, name);
+        }
+    }
+
+    /// [`open`](Self::open), once a subscriber has been set.
+    #[cold]
+    fn open_observed(&mut self, slot: usize, serial: u64, name: Option<&str>) {
         #[cfg(feature = "tracing")]
         {
             let span = tracing::info_span!(
@@ -53,24 +84,42 @@ impl TaskSpan {
                 task_id = serial,
                 task_name = name.unwrap_or(""),
             );
-            TaskSpan {
-                span: (!span.is_disabled()).then_some(span),
+            if span.is_disabled() {
+                return;
             }
+            if self.by_slot.len() <= slot {
+                self.by_slot.resize_with(slot + 1, || None);
+            }
+            self.by_slot[slot] = Some(span);
         }
         #[cfg(not(feature = "tracing"))]
-        {
-            let _ = (serial, name);
-            TaskSpan {}
+        let _ = (slot, serial, name);
+    }
+
+    /// Enters the span of the task in `slot` for one resume.
+    #[inline]
+    pub(crate) fn enter(&self, slot: usize) -> Entered {
+        #[cfg(not(feature = "tracing"))]
+        let _ = slot;
+        Entered {
+            #[cfg(feature = "tracing")]
+            _entered: self
+                .by_slot
+                .get(slot)
+                .and_then(Option::as_ref)
+                .map(|s| s.clone().entered()),
         }
     }
 
-    /// Enters the span for one resume.
+    /// Closes the span of the task that was in `slot`, which has ended.
     #[inline]
-    pub(crate) fn enter(&self) -> Entered {
-        Entered {
-            #[cfg(feature = "tracing")]
-            _entered: self.span.as_ref().map(|s| s.clone().entered()),
+    pub(crate) fn close(&mut self, slot: usize) {
+        #[cfg(feature = "tracing")]
+        if let Some(s) = self.by_slot.get_mut(slot) {
+            *s = None;
         }
+        #[cfg(not(feature = "tracing"))]
+        let _ = slot;
     }
 }
 

@@ -43,6 +43,9 @@ const PAUSED_RECHECK: std::time::Duration = std::time::Duration::from_millis(5);
 struct Turn {
     /// Is the trace on?
     traced: bool,
+    /// Has a `tracing` subscriber ever been set (feature `tracing`;
+    /// always false without)?
+    observed: bool,
 }
 
 impl Core {
@@ -145,14 +148,15 @@ impl Scheduler {
                 cancel: false,
                 since: clock,
             };
-            (
-                header,
-                t.resume.take().unwrap_or(Resume::Ready),
-                t.span.enter(),
-            )
+            let value = t.resume.take().unwrap_or(Resume::Ready);
+            // Left when this function returns.
+            let entered = turn.observed.then(|| core.tasks.spans.enter(key));
+            (header, value, entered)
         };
         #[cfg(feature = "tracing")]
-        crate::observe::resumed(&value);
+        if turn.observed {
+            crate::observe::resumed(&value);
+        }
         let traced = turn.traced;
         if traced {
             let name = self.task_name(id);
@@ -178,9 +182,11 @@ impl Scheduler {
             self.port.metrics.record_hold(from.elapsed(), weight);
         }
         #[cfg(feature = "tracing")]
-        match &result {
-            CoroutineResult::Yield(op) => crate::observe::paused(op),
-            CoroutineResult::Return(()) => crate::observe::ended(),
+        if turn.observed {
+            match &result {
+                CoroutineResult::Yield(op) => crate::observe::paused(op),
+                CoroutineResult::Return(()) => crate::observe::ended(),
+            }
         }
         if traced {
             let name = self.task_name(id);
@@ -298,6 +304,7 @@ impl Scheduler {
             std::mem::swap(&mut batch, &mut self.core.borrow_mut().tasks.run_queue);
             let mut turn = Turn {
                 traced: trace::on(),
+                observed: crate::observe::active(),
             };
             let mut next = 0;
             // With a handful of tasks, their memory stays in the cache.

@@ -116,6 +116,7 @@ impl Core {
     /// may reach the scheduler.
     fn remove(&mut self, key: usize) -> Option<OwnedHeader> {
         let mut task = self.tasks.slab.try_remove(key)?;
+        self.tasks.spans.close(key);
         if let TaskState::Waiting { timer: true, .. } = task.state {
             let tasks = &self.tasks;
             self.timers.mark_stale(|x| tasks.is_waiting(x));
@@ -213,13 +214,12 @@ impl Scheduler {
         };
         // SAFETY: `header_at` was reserved on the stack `co` runs on.
         let header = unsafe { OwnedHeader::new_in(header_at, co, id, guard, name.clone()) };
-        let span = crate::observe::TaskSpan::new(id.serial, name.as_deref());
+        tasks.spans.open(id.key, id.serial, name.as_deref());
         entry.insert(Task {
             id,
             name,
             header: Some(header),
             state: TaskState::Queued { since: tasks.clock },
-            span,
             resume: None,
         });
         tasks.run_queue.push(id);

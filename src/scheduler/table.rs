@@ -71,8 +71,6 @@ pub(super) struct Task {
     /// task has been taken out of the table.
     pub(super) header: Option<OwnedHeader>,
     pub(super) state: TaskState,
-    /// Its `tracing` span (feature `tracing`; empty without).
-    pub(super) span: crate::observe::TaskSpan,
     /// The answer to send at the next resume (`None` reads as `Ready`).
     /// (The tasks waiting for this one's end are kept in its header, on
     /// its stack: see [`Joiners`](crate::task::Joiners).)
@@ -116,6 +114,9 @@ pub(super) struct TaskTable {
     pub(super) run_queue: Vec<TaskId>,
     /// Per slot, what to prefetch before resuming its task.
     pub(super) hints: Vec<PrefetchHint>,
+    /// Per slot, the task's `tracing` span (feature `tracing`, and only
+    /// while a subscriber wants them).
+    pub(super) spans: crate::observe::Spans,
     /// The last spawn's serial number.
     pub(super) next_serial: u64,
     /// The last wait token handed out.
