@@ -71,10 +71,20 @@
 #   HOOK_N [10000]  tasks, each with a connection, per hook_conns run
 #   HOOK_ROUNDS [20]  round trips per task in a hook_conns run
 #   HOOK_TIMEOUT [300]  seconds before a hook-stage run is killed and marked failed
+#   DIAG_REPS [3]   runs per task-dump cell (diag stage)
+#   DIAG_NS ["10000 100000"]  paused tasks per task-dump run
+#   DIAG_BASE [eb90bd2]  the revision without the task dump and the
+#                   counters, built from `git archive` into target/base, whose
+#                   hand-over and echo figures the diag stage compares with
+#                   today's in alternating runs (skipped, with a note, when
+#                   the checkout does not have it)
+#   DIAG_AB_REPS [9]  alternating pairs per hand-over benchmark (diag stage)
+#   DIAG_ECHO_REPS [5]  alternating pairs of echo runs (diag stage)
+#   DIAG_TIMEOUT [300]  seconds before a diag-stage run is killed and marked failed
 #                   (the hook stage and the service stage's `yieldloop-hook` server
 #                   run binaries built a second time, with feature `hook`, into
 #                   bench/target/hook; if that build fails they are skipped)
-#   STAGES ["handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout"]  the stages
+#   STAGES ["handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
 #                   echo and syscalls stages, e.g. "yieldloop floor go"; names:
@@ -132,7 +142,13 @@ HOOK_BATCHES=${HOOK_BATCHES:-31}
 HOOK_N=${HOOK_N:-10000}
 HOOK_ROUNDS=${HOOK_ROUNDS:-20}
 HOOK_TIMEOUT=${HOOK_TIMEOUT:-300}
-STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout}
+DIAG_REPS=${DIAG_REPS:-3}
+DIAG_NS=${DIAG_NS:-10000 100000}
+DIAG_BASE=${DIAG_BASE:-eb90bd2}
+DIAG_AB_REPS=${DIAG_AB_REPS:-9}
+DIAG_ECHO_REPS=${DIAG_ECHO_REPS:-5}
+DIAG_TIMEOUT=${DIAG_TIMEOUT:-300}
+STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag}
 FANOUT_REPS=${FANOUT_REPS:-3}
 FANOUT_VALUES=${FANOUT_VALUES:-100000}
 FANOUT_RECEIVERS=${FANOUT_RECEIVERS:-1000}
@@ -210,6 +226,25 @@ if want hook || want service; then
     fi
 fi
 
+# The revision before the task dump and the counters, for the diag stage's
+# before/after comparison: its source from git, built in a target dir of
+# its own. Without git or the revision, that part of the stage is skipped.
+BASE_BUILD=no
+if want diag; then
+    basesrc=$BENCH/target/base/src
+    rm -rf "$basesrc"
+    mkdir -p "$basesrc"
+    if ! git -C "$ROOT" archive "$DIAG_BASE" 2>"$BENCH/target/base-build.err" | tar -x -C "$basesrc" 2>>"$BENCH/target/base-build.err"; then
+        BASE_BUILD="no (git archive $DIAG_BASE failed: $(grep -m1 . "$BENCH/target/base-build.err" | cut -c1-160))"
+    elif (cd "$basesrc/bench" && CARGO_TARGET_DIR=$BENCH/target/base cargo build --release --quiet \
+        --bin handover --bin echo_yieldloop) 2>>"$BENCH/target/base-build.err"; then
+        BASE_BUILD=yes
+    else
+        BASE_BUILD="no (the build of $DIAG_BASE failed: $(grep -m1 '^error' "$BENCH/target/base-build.err" | cut -c1-160))"
+    fi
+    [ "$BASE_BUILD" = yes ] || log "note: diag stage's base build: $BASE_BUILD"
+fi
+
 # ---------------------------------------------------------------- go and the floor
 # Go is optional: without the go tool (or if its build fails) GO_VERSION says
 # why, the Go cells are skipped, and the report marks them "not measured".
@@ -240,8 +275,10 @@ bench_cmd() {
         sleepers/*) CMD=("$BIN/sleepers" --runtime "$1") ;;
         handover/yieldloop-tracing)
             CMD=("$BENCH/target/tracing/release/handover" --runtime yieldloop --label yieldloop-tracing) ;;
+        handover/base) CMD=("$BENCH/target/base/release/handover" --runtime yieldloop) ;;
         handover/*) CMD=("$BIN/handover" --runtime "$1") ;;
         xmutex/*) CMD=("$BIN/xmutex" --runtime "$1") ;;
+        echo/base) CMD=("$BENCH/target/base/release/echo_yieldloop") ;;
         echo/*) CMD=("$BIN/echo_$1") ;;
     esac
 }
@@ -250,7 +287,7 @@ BUILD_S=$(elapsed)
 case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
 case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
 mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
-rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/xmutex.txt "$RES"/fanout.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/xmutex.txt "$RES"/fanout.txt "$RES"/diag.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -329,6 +366,12 @@ fi
     echo "fanout_values=$FANOUT_VALUES"
     echo "fanout_receivers=$FANOUT_RECEIVERS"
     echo "fanout_tasks=$FANOUT_TASKS"
+    echo "diag_reps=$DIAG_REPS"
+    echo "diag_ns=$DIAG_NS"
+    echo "diag_base=$DIAG_BASE"
+    echo "diag_base_build=$BASE_BUILD"
+    echo "diag_ab_reps=$DIAG_AB_REPS"
+    echo "diag_echo_reps=$DIAG_ECHO_REPS"
     echo "http_reps=$HTTP_REPS"
     echo "http_secs=$HTTP_SECS"
     echo "http_warmup=$HTTP_WARMUP"
@@ -451,6 +494,13 @@ timeout ${HOOK_TIMEOUT} bench/target/hook/release/hook_conns --mode hook --n ${H
 # fan-outs over two workers: broadcast (values to receivers) and skewed (Pareto CPU costs, seed 21)
 timeout ${FANOUT_TIMEOUT} bench/target/release/fanout --runtime {yieldloop|tokio} --bench broadcast --n ${FANOUT_VALUES} --receivers ${FANOUT_RECEIVERS}
 timeout ${FANOUT_TIMEOUT} bench/target/release/fanout --runtime {yieldloop|yieldloop-rr|tokio} --bench skewed --n ${FANOUT_TASKS}
+# the task dump: N paused tasks, the dump and its text
+timeout ${DIAG_TIMEOUT} bench/target/release/dump_time --n {${DIAG_NS// /|}}
+# the counters' cost: revision ${DIAG_BASE} (built from git archive into
+# bench/target/base) and today's, in alternating runs
+(mkdir -p bench/target/base/src && git archive ${DIAG_BASE} | tar -x -C bench/target/base/src && cd bench/target/base/src/bench && CARGO_TARGET_DIR=../.. cargo build --release --bin handover --bin echo_yieldloop)
+timeout ${HANDOVER_TIMEOUT} bench/target/{release|base/release}/handover --runtime yieldloop --bench {yield|spawn|pingpong|mutex}
+${PIN_SERVER:+$PIN_SERVER }bench/target/{release|base/release}/echo_yieldloop --addr 127.0.0.1:PORT &   # driven by loadgen, 64 connections
 EOF
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
@@ -1238,6 +1288,72 @@ if want fanout; then
         done
     done
     rm -f "$RES/cell.out" "$RES/cell.err"
+fi
+
+# ---------------------------------------------------------------- diag
+# The task dump over N paused tasks; then, against the base revision, the
+# hand-over benchmarks and the echo server's CPU per round trip at 64
+# connections, each pair of runs in alternating order.
+if want diag; then
+    for rep in $(seq 1 "$DIAG_REPS"); do
+        for n in $DIAG_NS; do
+            log "diag: dump of $n tasks, run $rep/$DIAG_REPS"
+            timeout "$DIAG_TIMEOUT" "$BIN/dump_time" --n "$n" >"$RES/cell.out" 2>"$RES/cell.err"
+            rc=$?
+            line=$(grep -m1 '^dump_time ' "$RES/cell.out")
+            if [ $rc -eq 0 ] && [ -n "$line" ]; then
+                echo "diag kind=dump rep=$rep ok=1 ${line#dump_time }" >>"$RES/diag.txt"
+            else
+                echo "diag kind=dump n=$n rep=$rep ok=0 reason=$(failure_reason "$rc" "$RES/cell.err" "$DIAG_TIMEOUT")" >>"$RES/diag.txt"
+            fi
+        done
+    done
+    if [ "$BASE_BUILD" != yes ]; then
+        echo "diag kind=cost ok=0 skipped=1 reason=$BASE_BUILD" >>"$RES/diag.txt"
+    else
+        for rep in $(seq 1 "$DIAG_AB_REPS"); do
+            log "diag: hand-over, today against $DIAG_BASE, pair $rep/$DIAG_AB_REPS"
+            if [ $((rep % 2)) = 1 ]; then order="now base"; else order="base now"; fi
+            for b in yield spawn pingpong mutex; do
+                for build in $order; do
+                    if [ "$build" = base ]; then bench_cmd base handover; else bench_cmd yieldloop handover; fi
+                    line=$(timeout "$HANDOVER_TIMEOUT" "${CMD[@]}" --bench "$b" 2>"$RES/cell.err" | grep -m1 '^handover ')
+                    if [ -n "$line" ]; then
+                        echo "diag kind=cost build=$build rep=$rep ok=1 ${line#handover }" >>"$RES/diag.txt"
+                    else
+                        echo "diag kind=cost build=$build bench=$b rep=$rep ok=0 reason=$(tail -n1 "$RES/cell.err")" >>"$RES/diag.txt"
+                    fi
+                done
+            done
+        done
+        for rep in $(seq 1 "$DIAG_ECHO_REPS"); do
+            if [ $((rep % 2)) = 1 ]; then order="yieldloop base"; else order="base yieldloop"; fi
+            for server in $order; do
+                build=$server
+                [ "$server" = yieldloop ] && build=now
+                if ! start_server "echo_$server"; then
+                    echo "diag kind=echo build=$build rep=$rep ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/diag.txt"
+                    continue
+                fi
+                log "diag: echo, $build, pair $rep/$DIAG_ECHO_REPS ($addr)"
+                c0=$(oncpu_ns "$spid")
+                # shellcheck disable=SC2086
+                out=$($PIN_CLIENT "$BIN/loadgen" --addr "$addr" --conns 64 --size 64 \
+                    --duration "$ECHO_SECS" --warmup "$ECHO_WARMUP" 2>"$RES/client.err")
+                rc=$?
+                sleep 0.2
+                c1=$(oncpu_ns "$spid")
+                kill "$spid" 2>/dev/null
+                wait "$spid" 2>/dev/null
+                if [ $rc -eq 0 ] && [ -n "$out" ]; then
+                    echo "diag kind=echo build=$build rep=$rep oncpu_ns=$((c1 - c0)) ${out#loadgen } ok=1" >>"$RES/diag.txt"
+                else
+                    echo "diag kind=echo build=$build rep=$rep ok=0 reason=loadgen exit $rc: $(tail -n1 "$RES/client.err")" >>"$RES/diag.txt"
+                fi
+            done
+        done
+    fi
+    rm -f "$RES/cell.out" "$RES/cell.err" "$RES/server.err" "$RES/client.err"
 fi
 
 # ---------------------------------------------------------------- report

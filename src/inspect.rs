@@ -142,9 +142,11 @@ pub(crate) const HOLD_BOUNDS_NS: [u64; 12] = [
     1_000_000_000,
 ];
 
-/// One resume in this many, on average, is timed for the hold
-/// histogram; the gaps between timed resumes are drawn at random (so
-/// that a pattern of tasks that repeats cannot hide from the sample).
+/// For the hold histogram, a poll of the loop that finds at least this
+/// many resumes (on average: the number is drawn at random each time, so
+/// that a pattern of tasks that repeats cannot hide from the sample) since
+/// the last timed one makes the next turn time one of its resumes, chosen
+/// at random, which counts for all of them.
 pub(crate) const HOLD_SAMPLE_MEAN: u32 = 64;
 
 /// A counter written by one thread and read by any: the writer's update
@@ -279,9 +281,12 @@ pub struct SchedulerMetrics {
     /// from the resumes timed for [`hold_histogram`](Self::hold_histogram).
     pub held: Duration,
     /// How many resumes, by how long each held the thread: `(upper bound,
-    /// count)`, the last bucket unbounded (`None`). Estimated: one resume
-    /// in 64, on average, is timed, at random, and counts for the resumes
-    /// since the one timed before it.
+    /// count)`, the last bucket unbounded (`None`). Estimated from a
+    /// sample: after a poll of the loop finds that 64 resumes or more (on
+    /// average) have passed since the last timed one, one resume of the
+    /// next turn, at random, is timed, and counts for all of them. A busy
+    /// loop polls every few hundred resumes; a service, at nearly every
+    /// turn.
     pub hold_histogram: Vec<(Option<Duration>, u64)>,
     /// Resumes actually timed for the histogram.
     pub holds_timed: u64,
@@ -514,7 +519,8 @@ impl Backtrace {
     }
 
     /// Its frames, innermost first (an inlined call gives a frame of its
-    /// own).
+    /// own), all of them; its text form leaves out the scheduler's own
+    /// frames around the pause and below the task's first function.
     pub fn frames(&self) -> Vec<Frame> {
         let mut out = Vec::new();
         for &ip in self.ips.iter() {
@@ -568,8 +574,50 @@ fn resolve(ip: usize, out: &mut Vec<Frame>) {
     }
 }
 
+/// The frames worth showing: from the pause (`suspend`, or the call that
+/// made it) down to the task's own first function, without the scheduler's
+/// plumbing on either side: the switch itself above, the task's start
+/// (catching its panic, the coroutine's entry) below.
+fn shown(frames: &[Frame]) -> &[Frame] {
+    fn name(f: &Frame) -> &str {
+        f.function.as_deref().unwrap_or("")
+    }
+    // The switch: the last of these near the top; what calls it is shown.
+    let switch = |f: &Frame| {
+        let n = name(f);
+        n.starts_with("yieldloop::suspend::suspend_or") || n.starts_with("yieldloop::task::")
+    };
+    let start = frames
+        .iter()
+        .take(12)
+        .rposition(switch)
+        .map_or(0, |i| i + 1);
+    let rest = &frames[start..];
+    // The task's start: its body's wrapper, and the panic catching around it.
+    let mut end = rest
+        .iter()
+        .position(|f| {
+            let n = name(f);
+            n.starts_with("yieldloop::spawn::task_body")
+                || n.starts_with("yieldloop::runtime::worker::run_job")
+        })
+        .unwrap_or(rest.len());
+    while end > 0 {
+        let n = name(&rest[end - 1]);
+        let catching = n.starts_with("std::panicking::")
+            || n.starts_with("std::panic::")
+            || n.starts_with("<core::panic::unwind_safe::")
+            || n == "__rust_try";
+        if !catching {
+            break;
+        }
+        end -= 1;
+    }
+    &rest[..end]
+}
+
 fn write_frames(f: &mut fmt::Formatter<'_>, frames: &[Frame]) -> fmt::Result {
-    for frame in frames {
+    for frame in shown(frames) {
         let function = frame.function.as_deref().unwrap_or("<unknown>");
         match (&frame.file, frame.line) {
             (Some(file), Some(line)) => {

@@ -380,6 +380,8 @@ mod book {
     struct Caveats;
     #[doc = include_str!("../docs/src/trace.md")]
     struct Trace;
+    #[doc = include_str!("../docs/src/inspecting.md")]
+    struct Inspecting;
     #[doc = include_str!("../docs/src/appendix-articles.md")]
     struct AppendixArticles;
     #[doc = include_str!("../docs/src/ch11-services.md")]

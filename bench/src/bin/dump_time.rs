@@ -49,6 +49,9 @@ fn main() {
             _ => usage(&a),
         }
     }
+    // Spawning 100,000 tasks and writing out their dump hold the main
+    // task for a while, by design: no warnings about it.
+    yieldloop::diag::set_slow_task_threshold(None);
     let ok = yieldloop::run(move || {
         let (tx, rx) = channel::<()>();
         let rx = std::rc::Rc::new(rx);
@@ -62,7 +65,8 @@ fn main() {
                         let _ = rx.recv();
                     }),
                     _ => Box::new(|| {
-                        let inner = yieldloop::spawn(|| yieldloop::sleep(Duration::from_secs(3600)));
+                        let inner =
+                            yieldloop::spawn(|| yieldloop::sleep(Duration::from_secs(3600)));
                         let _ = inner.join();
                     }),
                 };
@@ -79,12 +83,25 @@ fn main() {
         let text_time = start.elapsed();
         let ours: Vec<_> = dump
             .tasks()
-            .filter(|t| matches!(t.state, TaskState::Waiting(WaitingOn::Timer | WaitingOn::Channel | WaitingOn::Join { .. })))
+            .filter(|t| {
+                matches!(
+                    t.state,
+                    TaskState::Waiting(
+                        WaitingOn::Timer | WaitingOn::Channel | WaitingOn::Join { .. }
+                    )
+                )
+            })
             .collect();
         // The tasks, their inner tasks (a third of n) and the main task.
         let expected = n + n / 3;
-        let with_backtrace = ours.iter().filter(|t| t.backtrace.as_ref().is_some_and(|b| !b.is_empty())).count();
-        let frames = ours.first().and_then(|t| t.backtrace.as_ref()).map_or(0, |b| b.len());
+        let with_backtrace = ours
+            .iter()
+            .filter(|t| t.backtrace.as_ref().is_some_and(|b| !b.is_empty()))
+            .count();
+        let frames = ours
+            .first()
+            .and_then(|t| t.backtrace.as_ref())
+            .map_or(0, |b| b.len());
         println!(
             "dump_time n={n} depth={depth} tasks={} capture_ms={:.1} capture_us_per_task={:.2} text_ms={:.1} text_bytes={} frames={frames}",
             ours.len(),

@@ -42,18 +42,23 @@
 //! - `fanout.txt`: `fanout rep=.. ok=1 runtime=yieldloop|yieldloop-rr|tokio|go bench=broadcast|skewed n=.. receivers=.. wall_ms=..`
 //!   with `ns_per_delivery=..` (broadcast) or `serial_ms=..` (skewed), or
 //!   `fanout rep=.. ok=0 runtime=.. bench=.. status=.. reason=..`.
+//! - `diag.txt`: `diag kind=dump rep=.. ok=1 n=.. depth=.. tasks=.. capture_ms=.. capture_us_per_task=.. text_ms=.. text_bytes=.. frames=..`,
+//!   `diag kind=cost build=now|base rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
+//!   `diag kind=echo build=now|base rep=.. oncpu_ns=..` and the loadgen fields `... ok=1`,
+//!   `diag kind=.. ... ok=0 reason=..`, or `diag kind=cost ok=0 skipped=1 reason=..` without the base build.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
 //!
 //! One module per section of the document (`machine`, `targets`, `peers`
 //! for Go and the stackful floor, `sleepers`, `echo`, `http`, `service`, `scaling`,
-//! `handover`, `lateness`, `db`, `hook`, `fanout`, `commands`), `svg` for the plot and `data` for
+//! `handover`, `lateness`, `db`, `hook`, `fanout`, `diag`, `commands`), `svg` for the plot and `data` for
 //! the records and number formats they share; `markdown` puts the sections
 //! in order.
 
 mod commands;
 mod data;
 mod db;
+mod diag;
 mod echo;
 mod fanout;
 mod handover;
@@ -120,6 +125,7 @@ fn main() {
         db: read_recs(&a.results.join("db.txt")),
         hook: read_recs(&a.results.join("hook.txt")),
         fanout: read_recs(&a.results.join("fanout.txt")),
+        diag: read_recs(&a.results.join("diag.txt")),
     };
     sleepers::mark_cold(
         &mut recs.sleepers,
@@ -159,6 +165,7 @@ struct Results {
     pub db: Vec<Rec>,
     pub hook: Vec<Rec>,
     pub fanout: Vec<Rec>,
+    pub diag: Vec<Rec>,
 }
 
 /// `target` relative to `dir` when it lies below it (for the image link).
@@ -215,6 +222,7 @@ fn markdown(
     db::section(w, &recs.db, &|k| m(k).to_string());
     hook::section(w, &recs.hook, &|k| m(k).to_string());
     fanout::section(w, &recs.fanout, &|k| m(k).to_string());
+    diag::section(w, &recs.diag, &|k| m(k).to_string());
     commands::section(w, meta, commands);
     let _ = writeln!(w, "<!-- ANCHOR_END: after-plot -->");
     o

@@ -125,6 +125,14 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
             unit: "µs",
         },
         crate::fanout::target(&recs.fanout),
+        Target {
+            what: "the task dump and the counters: hand-over benchmarks and echo, worst of today / before",
+            ours: crate::diag::worst_ratio(&recs.diag),
+            theirs: Some(1.0),
+            yardstick: "the revision before them (DIAG_BASE)",
+            max_ratio: 1.03,
+            unit: "×",
+        },
     ];
     let _ = writeln!(w, "## Targets\n");
     let _ = writeln!(
