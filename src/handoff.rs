@@ -237,7 +237,6 @@ impl<T> Handoff<T> {
 
     /// Waits for the outcome by blocking the calling thread, until
     /// `deadline` at the latest (then `None`).
-    #[cfg(not(loom))]
     pub(crate) fn wait_blocking_until(
         &self,
         deadline: std::time::Instant,

@@ -24,8 +24,11 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock, Weak};
+
+use crate::shared::atomic::{AtomicBool, Ordering};
+use crate::shared::Mutex;
 use std::time::{Duration, Instant};
 
 /// A request for a dump: called on the scheduler's thread with its dump.
@@ -57,14 +60,15 @@ impl fmt::Debug for Port {
     }
 }
 
-/// Every scheduler's port, as long as the scheduler lives.
-static PORTS: Mutex<Vec<Weak<Port>>> = Mutex::new(Vec::new());
+/// Every scheduler's port, as long as the scheduler lives. (A list of the
+/// live schedulers, not part of the request protocol: std's lock.)
+static PORTS: std::sync::Mutex<Vec<Weak<Port>>> = std::sync::Mutex::new(Vec::new());
 
 impl Port {
-    /// The port of a new scheduler `id` on this thread, listed for
-    /// [`ports`]. `running` tells which task it runs at the moment.
-    pub(crate) fn register(id: u64, running: Box<dyn Fn() -> u64 + Send + Sync>) -> Arc<Port> {
-        let port = Arc::new(Port {
+    /// The port of a new scheduler `id` on this thread, not listed.
+    /// `running` tells which task it runs at the moment.
+    pub(crate) fn new(id: u64, running: Box<dyn Fn() -> u64 + Send + Sync>) -> Port {
+        Port {
             id,
             thread: std::thread::current().name().map(str::to_owned),
             metrics: Metrics::new(),
@@ -72,7 +76,12 @@ impl Port {
             requests: Mutex::new(Vec::new()),
             interrupt: OnceLock::new(),
             running,
-        });
+        }
+    }
+
+    /// [`new`](Self::new), listed for [`ports`].
+    pub(crate) fn register(id: u64, running: Box<dyn Fn() -> u64 + Send + Sync>) -> Arc<Port> {
+        let port = Arc::new(Port::new(id, running));
         let mut ports = PORTS.lock().unwrap_or_else(|e| e.into_inner());
         ports.retain(|p| p.strong_count() > 0);
         ports.push(Arc::downgrade(&port));

@@ -20,6 +20,72 @@ use crate::protocol::{ParkToken, Resume, SchedulerId, WaitToken};
 use crate::reactor::remote_model::PollStandIn;
 use crate::reactor::RemoteQueue;
 
+/// A scheduler's side of [`diag::dump`](crate::diag::dump), played by one
+/// model thread: the port requests are queued with, and the stand-in for
+/// the poll their interrupt ends.
+pub struct ModelPort {
+    port: Arc<crate::inspect::Port>,
+    poll: crate::shared::Arc<PollStandIn>,
+}
+
+impl std::fmt::Debug for ModelPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelPort").finish_non_exhaustive()
+    }
+}
+
+impl Default for ModelPort {
+    fn default() -> Self {
+        ModelPort::new()
+    }
+}
+
+impl ModelPort {
+    /// A port whose requests interrupt this model's poll, as a
+    /// scheduler's interrupt its `epoll_wait` through the cross-thread
+    /// queue's `eventfd`.
+    pub fn new() -> ModelPort {
+        let poll = crate::shared::Arc::new(PollStandIn::default());
+        let queue = Arc::new(RemoteQueue::model(poll.clone()));
+        let port = crate::inspect::Port::new(7, Box::new(|| 0));
+        port.set_interrupt(Box::new(move || queue.interrupt()));
+        ModelPort {
+            port: Arc::new(port),
+            poll,
+        }
+    }
+
+    /// Asks for a dump, as `diag::dump` does from any thread: the answer
+    /// (here, the scheduler's id) comes back through a hand-off slot.
+    pub fn ask(&self) -> HandoffWaiter<u64> {
+        let (slot, completer) = Handoff::new();
+        self.port
+            .request(Box::new(move |d| completer.complete(Ok(d.scheduler))));
+        HandoffWaiter(slot)
+    }
+
+    /// The scheduler's loop, cut down to what a dump request meets: wait
+    /// in the poll until interrupted, then answer what is queued, until
+    /// `n` requests have been answered.
+    pub fn serve(&self, n: usize) {
+        let mut answered = 0;
+        while answered < n {
+            self.poll.wait();
+            if self.port.has_requests() {
+                for r in self.port.take_requests() {
+                    r(crate::inspect::SchedulerDump {
+                        scheduler: self.port.id,
+                        thread: None,
+                        tasks: Vec::new(),
+                        unanswered: None,
+                    });
+                    answered += 1;
+                }
+            }
+        }
+    }
+}
+
 /// A task and its scheduler, played by one model thread.
 #[derive(Debug)]
 pub struct ModelTask {
