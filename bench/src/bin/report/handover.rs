@@ -183,9 +183,10 @@ pub fn table(
             w,
             "**Feature `tracing`, no subscriber.** The same benchmarks with yieldloop built \
              with `--features tracing` (`handover --runtime yieldloop --label \
-             yieldloop-tracing`, from a build of its own), in the same rounds: a span per \
-             task, entered at each resume, and a `TRACE` event per pause and resume, \
-             which with no subscriber cost a check of a cached interest each.\n"
+             yieldloop-tracing`, from a build of its own), in the same rounds. With a \
+             subscriber, a span per task, entered at each resume, and a `TRACE` event per \
+             pause and resume; with none, the scheduler skips them all on one check per \
+             turn, and what is left is the feature's code around them.\n"
         );
         let _ = writeln!(
             w,
