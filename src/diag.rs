@@ -193,13 +193,21 @@ pub fn metrics_here() -> Option<SchedulerMetrics> {
 pub fn prometheus() -> String {
     let all = metrics();
     let mut out = String::new();
-    let label = |m: &SchedulerMetrics| {
-        let thread = m
-            .thread
-            .as_deref()
-            .unwrap_or("")
-            .replace(['\\', '"', '\n'], "_");
-        format!("scheduler=\"{}\",thread=\"{thread}\"", m.scheduler)
+    // Each scheduler's labels, made once.
+    let labels: Vec<String> = all
+        .iter()
+        .map(|m| {
+            let thread = m
+                .thread
+                .as_deref()
+                .unwrap_or("")
+                .replace(['\\', '"', '\n'], "_");
+            format!("scheduler=\"{}\",thread=\"{thread}\"", m.scheduler)
+        })
+        .collect();
+    let head = |out: &mut String, name: &str, kind: &str, help: &str| {
+        let _ = writeln!(out, "# HELP yieldloop_{name} {help}");
+        let _ = writeln!(out, "# TYPE yieldloop_{name} {kind}");
     };
     type Field = fn(&SchedulerMetrics) -> f64;
     let series: [(&str, &str, &str, Field); 14] = [
@@ -218,7 +226,7 @@ pub fn prometheus() -> String {
         (
             "run_queue_depth",
             "gauge",
-            "Tasks ready at the start of the last turn.",
+            "Tasks ready at the last poll.",
             |m| m.run_queue_depth as f64,
         ),
         ("polls_total", "counter", "Polls for events.", |m| {
@@ -271,19 +279,18 @@ pub fn prometheus() -> String {
         ),
     ];
     for (name, kind, help, get) in series {
-        let _ = writeln!(out, "# HELP yieldloop_{name} {help}");
-        let _ = writeln!(out, "# TYPE yieldloop_{name} {kind}");
-        for m in &all {
-            let _ = writeln!(out, "yieldloop_{name}{{{}}} {}", label(m), get(m));
+        head(&mut out, name, kind, help);
+        for (m, l) in all.iter().zip(&labels) {
+            let _ = writeln!(out, "yieldloop_{name}{{{l}}} {}", get(m));
         }
     }
-    let _ = writeln!(
-        out,
-        "# HELP yieldloop_hold_seconds How long resumes held the thread (estimated from a sample)."
+    head(
+        &mut out,
+        "hold_seconds",
+        "histogram",
+        "How long resumes held the thread (estimated from a sample).",
     );
-    let _ = writeln!(out, "# TYPE yieldloop_hold_seconds histogram");
-    for m in &all {
-        let l = label(m);
+    for (m, l) in all.iter().zip(&labels) {
         let mut cumulative = 0;
         for (bound, count) in &m.hold_histogram {
             cumulative += count;
@@ -328,8 +335,7 @@ pub fn prometheus() -> String {
         ),
     ];
     for (name, kind, help, v) in process {
-        let _ = writeln!(out, "# HELP yieldloop_{name} {help}");
-        let _ = writeln!(out, "# TYPE yieldloop_{name} {kind}");
+        head(&mut out, name, kind, help);
         let _ = writeln!(out, "yieldloop_{name} {v}");
     }
     out

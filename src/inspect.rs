@@ -194,7 +194,7 @@ pub(crate) struct Metrics {
     pub(crate) spawned: Counter,
     pub(crate) ended: Counter,
     pub(crate) resumes: Counter,
-    /// Tasks ready at the start of the last turn.
+    /// Tasks ready at the last poll.
     pub(crate) run_queue: Counter,
     pub(crate) polls: Counter,
     /// Polls that brought no event and fired no timer.
@@ -272,7 +272,7 @@ pub struct SchedulerMetrics {
     pub tasks_ended: u64,
     /// Resumes of tasks: each runs a task until it pauses or ends.
     pub resumes: u64,
-    /// Tasks that were ready at the start of its last turn.
+    /// Tasks that were ready (in its run queue) at its last poll.
     pub run_queue_depth: u64,
     /// Polls of the kernel for events.
     pub polls: u64,
@@ -531,9 +531,15 @@ impl Backtrace {
     /// own), all of them; its text form leaves out the scheduler's own
     /// frames around the pause and below the task's first function.
     pub fn frames(&self) -> Vec<Frame> {
+        self.resolved(&mut HashMap::new())
+    }
+
+    /// Its frames, each return address resolved once per `cache`: a dump
+    /// shares one among all its backtraces.
+    fn resolved(&self, cache: &mut HashMap<usize, Vec<Frame>>) -> Vec<Frame> {
         let mut out = Vec::new();
         for &ip in self.ips.iter() {
-            resolve(ip, &mut out);
+            out.extend_from_slice(cache.entry(ip).or_insert_with(|| resolve(ip)));
         }
         out
     }
@@ -563,10 +569,10 @@ impl fmt::Display for Backtrace {
     }
 }
 
-/// Resolves one return address to its frames (inlined calls first),
-/// appending them to `out`.
-fn resolve(ip: usize, out: &mut Vec<Frame>) {
-    let before = out.len();
+/// Resolves one return address to its frames (inlined calls first); one
+/// frame without a name where the binary has no symbol for it.
+fn resolve(ip: usize) -> Vec<Frame> {
+    let mut out = Vec::new();
     backtrace::resolve(ip as *mut std::ffi::c_void, |sym| {
         out.push(Frame {
             function: sym.name().map(|n| format!("{n:#}")),
@@ -574,13 +580,14 @@ fn resolve(ip: usize, out: &mut Vec<Frame>) {
             line: sym.lineno(),
         });
     });
-    if out.len() == before {
+    if out.is_empty() {
         out.push(Frame {
             function: None,
             file: None,
             line: None,
         });
     }
+    out
 }
 
 /// The frames worth showing: from the pause (`suspend`, or the call that
@@ -689,7 +696,9 @@ impl Dump {
         self.schedulers.iter().flat_map(|s| s.tasks.iter())
     }
 
-    /// The task with id `id`, if it was in the dump.
+    /// The first task with id `id`, if one was in the dump. Ids count per
+    /// scheduler: with several, look in [`schedulers`](Self::schedulers)
+    /// for the one meant.
     pub fn task(&self, id: u64) -> Option<&TaskDump> {
         self.tasks().find(|t| t.id == id)
     }
@@ -743,16 +752,7 @@ impl fmt::Display for Dump {
                     continue;
                 }
                 shown.insert(bt, t.id);
-                let mut frames = Vec::new();
-                for &ip in bt.ips.iter() {
-                    let resolved = names.entry(ip).or_insert_with(|| {
-                        let mut v = Vec::new();
-                        resolve(ip, &mut v);
-                        v
-                    });
-                    frames.extend(resolved.iter().cloned());
-                }
-                write_frames(f, &frames)?;
+                write_frames(f, &bt.resolved(&mut names))?;
             }
         }
         Ok(())

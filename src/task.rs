@@ -467,6 +467,7 @@ impl TaskContext {
     /// resumes the task with. Only [`suspend`](crate::raw::suspend) calls
     /// this, with the context [`with_running`] gave it, after checking
     /// that the task is not unwinding.
+    ///
     /// Kept out of line: inlined into its many callers, it made them keep
     /// more in registers around the switch than the call costs.
     #[inline(never)]

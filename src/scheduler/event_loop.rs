@@ -341,7 +341,7 @@ impl Scheduler {
                         if prefetch {
                             self.prefetch_ahead(&batch, next);
                         }
-                        if at == next - 1 && self.sample_due.get() {
+                        if at == next - 1 {
                             self.sample_due.set(false);
                             let weight = self.since_sample.replace(0).max(1);
                             self.sample_gap.set(crate::inspect::gap_from(self.draw()));
@@ -398,7 +398,6 @@ impl Scheduler {
             // once per poll, for the time and for the two steps below.
             let paused = timer::paused_at();
             let now = paused.unwrap_or_else(Instant::now);
-            core.tasks.clock = self.clock_of(now);
             let mut deadline = core.poll_deadline(now);
             // Under a paused clock, the instant to jump to when only time
             // can wake a task: the next deadline, once a look without
@@ -503,6 +502,11 @@ impl Scheduler {
                     wait.timeout().is_some_and(|t| !t.is_zero()),
                 );
             }
+            // The clock after the poll: what the wake-ups below are
+            // stamped with (not the reading from before the poll, which
+            // may have slept), and what the timers are due by.
+            let now = timer::now();
+            core.tasks.clock = self.clock_of(now);
             // 3. Wake the tasks whose sockets are ready or whom other
             //    threads woke …
             let (reactor, mut waking) = core.split();
@@ -510,8 +514,6 @@ impl Scheduler {
                 reactor.dispatch(r, &mut waking);
             }
             // 4. … and those whose deadlines are due.
-            let now = timer::now();
-            core.tasks.clock = self.clock_of(now);
             core.fire_timers(now);
             // 5. Wake the futures whose sources are ready or whose timers
             //    are due, once the state is let go of: a wake may unpark a
