@@ -771,30 +771,45 @@ start_server() {
     return 1
 }
 
+# One echo measurement: starts echo server $1 (echo_yieldloop, echo_base,
+# ...), drives it with loadgen over $2 connections for ECHO_SECS, and stops
+# it; $3 is what the log line calls the run. Sets ECHO_LINE to the record's
+# fields (the server's user and system ticks and on-CPU time over the run,
+# then the load generator's) and returns 0, or sets ECHO_WHY and returns 1.
+echo_measure() {
+    local out rc u0 s0 u1 s1 c0 c1
+    if ! start_server "$1"; then
+        ECHO_WHY="server did not start: $(tail -n1 "$RES/server.err")"
+        return 1
+    fi
+    log "$3 ($addr)"
+    read -r u0 s0 < <(stat_ticks "$spid")
+    c0=$(oncpu_ns "$spid")
+    # shellcheck disable=SC2086
+    out=$($PIN_CLIENT "$BIN/loadgen" --addr "$addr" --conns "$2" --size 64 \
+        --duration "$ECHO_SECS" --warmup "$ECHO_WARMUP" 2>"$RES/client.err")
+    rc=$?
+    sleep 0.2
+    read -r u1 s1 < <(stat_ticks "$spid")
+    c1=$(oncpu_ns "$spid")
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    if [ $rc -eq 0 ] && [ -n "$out" ]; then
+        ECHO_LINE="utime=$((u1 - u0)) stime=$((s1 - s0)) oncpu_ns=$((c1 - c0)) ${out#loadgen }"
+        return 0
+    fi
+    ECHO_WHY="loadgen exit $rc: $(tail -n1 "$RES/client.err")"
+    return 1
+}
+
 if want echo; then
     for rep in $(seq 1 "$ECHO_REPS"); do
         for server in $(pick yieldloop tokio may mio $GO_RUNS); do
             for conns in 1 64 512; do
-                if ! start_server "echo_$server"; then
-                    echo "echo server=$server conns=$conns rep=$rep ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/echo.txt"
-                    continue
-                fi
-                log "echo $server conns=$conns run $rep/$ECHO_REPS ($addr)"
-                read -r u0 s0 < <(stat_ticks "$spid")
-                c0=$(oncpu_ns "$spid")
-                # shellcheck disable=SC2086
-                out=$($PIN_CLIENT "$BIN/loadgen" --addr "$addr" --conns "$conns" --size 64 \
-                    --duration "$ECHO_SECS" --warmup "$ECHO_WARMUP" 2>"$RES/client.err")
-                rc=$?
-                sleep 0.2
-                read -r u1 s1 < <(stat_ticks "$spid")
-                c1=$(oncpu_ns "$spid")
-                kill "$spid" 2>/dev/null
-                wait "$spid" 2>/dev/null
-                if [ $rc -eq 0 ] && [ -n "$out" ]; then
-                    echo "echo server=$server rep=$rep utime=$((u1 - u0)) stime=$((s1 - s0)) oncpu_ns=$((c1 - c0)) ${out#loadgen } ok=1" >>"$RES/echo.txt"
+                if echo_measure "echo_$server" "$conns" "echo $server conns=$conns run $rep/$ECHO_REPS"; then
+                    echo "echo server=$server rep=$rep $ECHO_LINE ok=1" >>"$RES/echo.txt"
                 else
-                    echo "echo server=$server conns=$conns rep=$rep ok=0 reason=loadgen exit $rc: $(tail -n1 "$RES/client.err")" >>"$RES/echo.txt"
+                    echo "echo server=$server conns=$conns rep=$rep ok=0 reason=$ECHO_WHY" >>"$RES/echo.txt"
                 fi
             done
         done
@@ -1331,24 +1346,10 @@ if want diag; then
             for server in $order; do
                 build=$server
                 [ "$server" = yieldloop ] && build=now
-                if ! start_server "echo_$server"; then
-                    echo "diag kind=echo build=$build rep=$rep ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/diag.txt"
-                    continue
-                fi
-                log "diag: echo, $build, pair $rep/$DIAG_ECHO_REPS ($addr)"
-                c0=$(oncpu_ns "$spid")
-                # shellcheck disable=SC2086
-                out=$($PIN_CLIENT "$BIN/loadgen" --addr "$addr" --conns 64 --size 64 \
-                    --duration "$ECHO_SECS" --warmup "$ECHO_WARMUP" 2>"$RES/client.err")
-                rc=$?
-                sleep 0.2
-                c1=$(oncpu_ns "$spid")
-                kill "$spid" 2>/dev/null
-                wait "$spid" 2>/dev/null
-                if [ $rc -eq 0 ] && [ -n "$out" ]; then
-                    echo "diag kind=echo build=$build rep=$rep oncpu_ns=$((c1 - c0)) ${out#loadgen } ok=1" >>"$RES/diag.txt"
+                if echo_measure "echo_$server" 64 "diag: echo, $build, pair $rep/$DIAG_ECHO_REPS"; then
+                    echo "diag kind=echo build=$build rep=$rep $ECHO_LINE ok=1" >>"$RES/diag.txt"
                 else
-                    echo "diag kind=echo build=$build rep=$rep ok=0 reason=loadgen exit $rc: $(tail -n1 "$RES/client.err")" >>"$RES/diag.txt"
+                    echo "diag kind=echo build=$build rep=$rep ok=0 reason=$ECHO_WHY" >>"$RES/diag.txt"
                 fi
             done
         done

@@ -44,7 +44,8 @@
 //!   `fanout rep=.. ok=0 runtime=.. bench=.. status=.. reason=..`.
 //! - `diag.txt`: `diag kind=dump rep=.. ok=1 n=.. depth=.. tasks=.. capture_ms=.. capture_us_per_task=.. text_ms=.. text_bytes=.. frames=..`,
 //!   `diag kind=cost build=now|base rep=.. ok=1 runtime=.. bench=.. ops=.. secs=.. ns_per_op=..`,
-//!   `diag kind=echo build=now|base rep=.. oncpu_ns=..` and the loadgen fields `... ok=1`,
+//!   `diag kind=echo build=now|base rep=.. utime=.. stime=.. oncpu_ns=..` and the loadgen fields `... ok=1`
+//!   (the same as an `echo.txt` record),
 //!   `diag kind=.. ... ok=0 reason=..`, or `diag kind=cost ok=0 skipped=1 reason=..` without the base build.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
