@@ -40,7 +40,9 @@ impl<T> JoinSlot<T> {
 
     fn set(&self, r: Result<T, JoinError>) {
         if !self.finished.replace(true) {
-            self.result.set(Some(r.map_err(Box::new)));
+            // Not finished before, so never set: the slot held `None`, and
+            // forgetting it skips a drop that would find nothing to do.
+            std::mem::forget(self.result.replace(Some(r.map_err(Box::new))));
         }
     }
 

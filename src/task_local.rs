@@ -706,6 +706,18 @@ impl fmt::Debug for Inherited {
 /// [`Inherited`]. Runs `Clone` impls, so it must be called outside any
 /// borrow of the scheduler.
 pub(crate) fn inherit() -> Inherited {
+    let any = edit(|slot| {
+        Ok(slot
+            .as_ref()
+            .and_then(|b| b.downcast_ref::<Live>())
+            .is_some_and(|live| live.0.iter().any(|e| e.inherit.is_some())))
+    })
+    .unwrap_or(false);
+    if !any {
+        // The common case, kept to a check: nothing to clone, nothing
+        // allocated, nothing to drop.
+        return Inherited::default();
+    }
     // First the parent's values (no user code while the slot is out)...
     let parents: Vec<(usize, Rc<dyn Any>, CloneFn)> = edit(|slot| {
         Ok(match slot.as_ref().and_then(|b| b.downcast_ref::<Live>()) {
@@ -718,10 +730,6 @@ pub(crate) fn inherit() -> Inherited {
         })
     })
     .unwrap_or_default();
-    if parents.is_empty() {
-        // The common case, kept to a check: nothing to clone, no allocation.
-        return Inherited::default();
-    }
     // ...then the clones, which may use task-locals themselves.
     Inherited(
         parents
@@ -743,10 +751,15 @@ pub(crate) struct Teardown(());
 /// Starts the running task's task-locals with `inherited`; called first
 /// thing in its body. The guard returned drops them all.
 pub(crate) fn enter(inherited: Inherited) -> Teardown {
-    if !inherited.0.is_empty() {
+    let values = inherited.0;
+    if values.capacity() == 0 {
+        // Nothing inherited and nothing allocated (the common case): there
+        // is nothing to drop either, so none of the drop's code runs.
+        std::mem::forget(values);
+    } else if !values.is_empty() {
         let _ = edit(|slot| {
             debug_assert!(slot.is_none(), "a task starts with no task-locals");
-            *slot = Some(Box::new(Live(inherited.0)));
+            *slot = Some(Box::new(Live(values)));
             Ok(())
         });
     }

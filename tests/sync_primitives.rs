@@ -119,6 +119,42 @@ fn mutex_handed_over_then_cancelled_passes_it_on() {
     });
 }
 
+/// Two waiters served by two releases in one go, the later one cancelled
+/// before either runs: it hands its permit on to the third, and the first
+/// keeps its own.
+#[test]
+fn semaphore_served_waiters_cancelled_out_of_order() {
+    within(|| {
+        yieldloop::run(|| {
+            let s = Rc::new(Semaphore::new(0));
+            let got = Rc::new(RefCell::new(Vec::new()));
+            let waiter = |i: u32| {
+                let (s, got) = (s.clone(), got.clone());
+                spawn(move || {
+                    let permit = s.acquire();
+                    got.borrow_mut().push(i);
+                    permit.forget();
+                })
+            };
+            let ws: Vec<_> = (0..3).map(waiter).collect();
+            yield_now();
+            assert_eq!(s.waiting(), 3);
+            s.release(); // serves 0 …
+            s.release(); // … and 1,
+            assert_eq!(s.waiting(), 1);
+            ws[1].cancel(); // which never runs: 2 gets its permit
+            assert_eq!(s.waiting(), 0);
+            for w in [&ws[0], &ws[2]] {
+                while !w.is_finished() {
+                    yield_now();
+                }
+            }
+            assert_eq!(*got.borrow(), [0, 2]);
+            assert_eq!(s.available_permits(), 0);
+        })
+    });
+}
+
 /// A task cancelled while *holding* the guard unlocks as it unwinds; a lock
 /// under an expiring `timeout` scope gives up cleanly.
 #[test]

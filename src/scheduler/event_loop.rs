@@ -44,7 +44,8 @@ struct Turn {
     /// Is the trace on?
     traced: bool,
     /// Has a `tracing` subscriber ever been set (feature `tracing`;
-    /// always false without)?
+    /// always false without)? Then each resume takes the copy of
+    /// [`Scheduler::run_one`] that reports to it.
     observed: bool,
 }
 
@@ -121,19 +122,41 @@ impl Scheduler {
         }
     }
 
-    /// Runs one queued task until it pauses or ends, and files it. With
-    /// `TIMED`, the resume is timed for the hold histogram (a copy of its
-    /// own, so that the untimed resumes pay nothing for it), standing for
-    /// `weight` resumes. Kept out of line, as the turn's loop is best
-    /// with it.
+    /// [`run_one`](Self::run_one), reporting to `tracing` if the turn
+    /// says a subscriber was set.
+    #[inline(always)]
+    fn run_one_in<const TIMED: bool>(&self, id: TaskId, turn: &Turn, weight: u64) {
+        if turn.observed {
+            self.run_one_observed::<TIMED>(id, turn, weight);
+        } else {
+            self.run_one::<TIMED, false>(id, turn, weight);
+        }
+    }
+
+    /// [`run_one`](Self::run_one) inside the task's `tracing` span
+    /// (feature `tracing`), entered until the task is filed.
     #[inline(never)]
-    fn run_one<const TIMED: bool>(&self, id: TaskId, turn: &mut Turn, weight: u64) {
+    fn run_one_observed<const TIMED: bool>(&self, id: TaskId, turn: &Turn, weight: u64) {
+        let _entered = self.core.borrow().tasks.spans.enter(id.key);
+        self.run_one::<TIMED, true>(id, turn, weight);
+    }
+
+    /// Runs one queued task until it pauses or ends, and files it. With
+    /// `TIMED`, the resume is timed for the hold histogram, standing for
+    /// `weight` resumes; with `OBSERVED`, its resume and pause are
+    /// reported to `tracing` (feature `tracing`). Each is a copy of its
+    /// own, so that the plain resumes pay nothing for either. Kept out of
+    /// line, as the turn's loop is best with it.
+    #[inline(never)]
+    fn run_one<const TIMED: bool, const OBSERVED: bool>(
+        &self,
+        id: TaskId,
+        turn: &Turn,
+        weight: u64,
+    ) {
         let key = id.key;
-        // The task's `tracing` span (feature `tracing`), entered until the
-        // task is filed.
-        let (header, value, _entered) = {
+        let (header, value) = {
             let mut core = self.core.borrow_mut();
-            let clock = core.tasks.clock;
             let Some(t) = core.tasks.get_mut(id) else {
                 return;
             };
@@ -144,17 +167,12 @@ impl Scheduler {
                 return;
             };
             let header = header.as_ptr();
-            t.state = TaskState::Running {
-                cancel: false,
-                since: clock,
-            };
+            t.state = TaskState::Running { cancel: false };
             let value = t.resume.take().unwrap_or(Resume::Ready);
-            // Left when this function returns.
-            let entered = turn.observed.then(|| core.tasks.spans.enter(key));
-            (header, value, entered)
+            (header, value)
         };
         #[cfg(feature = "tracing")]
-        if turn.observed {
+        if OBSERVED {
             crate::observe::resumed(&value);
         }
         let traced = turn.traced;
@@ -170,19 +188,18 @@ impl Scheduler {
         let timed_from = if TIMED { Some(Instant::now()) } else { None };
         // A panic out of the resume is caught for the whole turn in
         // `run_until` (one landing pad per turn, not per resume), which
-        // reads this to know whose it was.
-        self.resuming.set(Some(key));
+        // knows it came out of a resume by the watch's mark, from `begin`
+        // to `end`, and whose it was by the task's `Running` state.
         // SAFETY: the header belongs to the task record, which stays in the
         // table while the task is `Running`: a cancellation only marks a
         // running task, and nothing else removes one before this function
         // does, below.
         let result = unsafe { task::resume_task(header, value) };
-        self.resuming.set(None);
         if let Some(from) = timed_from {
             self.port.metrics.record_hold(from.elapsed(), weight);
         }
         #[cfg(feature = "tracing")]
-        if turn.observed {
+        if OBSERVED {
             match &result {
                 CoroutineResult::Yield(op) => crate::observe::paused(op),
                 CoroutineResult::Return(()) => crate::observe::ended(),
@@ -214,7 +231,7 @@ impl Scheduler {
                 }
                 let clock = core.tasks.clock;
                 let task = &mut core.tasks.slab[key];
-                if matches!(task.state, TaskState::Running { cancel: true, .. }) {
+                if task.state == (TaskState::Running { cancel: true }) {
                     let header = core.remove(key);
                     drop(core);
                     if let Some(header) = header {
@@ -244,9 +261,18 @@ impl Scheduler {
     /// gone and the others go on; any other panic goes on unwinding.
     #[cold]
     fn resume_panicked(&self, payload: Box<dyn std::any::Any + Send>) {
-        let key = self.resuming.take();
-        let id = key.and_then(|key| self.core.borrow().tasks.slab.get(key).map(|t| t.id));
-        let (Some(key), Some(id)) = (key, id) else {
+        // Only one task is `Running` at a time: the one resumed.
+        let running = (self.watch.running_task() != 0)
+            .then(|| {
+                let core = self.core.borrow();
+                core.tasks
+                    .slab
+                    .iter()
+                    .find(|(_, t)| matches!(t.state, TaskState::Running { .. }))
+                    .map(|(key, t)| (key, t.id))
+            })
+            .flatten();
+        let Some((key, id)) = running else {
             panic::resume_unwind(payload)
         };
         self.watch.end();
@@ -302,7 +328,7 @@ impl Scheduler {
             //    spawn wait for the next turn, so the poll below is never
             //    starved by tasks that keep yielding.
             std::mem::swap(&mut batch, &mut self.core.borrow_mut().tasks.run_queue);
-            let mut turn = Turn {
+            let turn = Turn {
                 traced: trace::on(),
                 observed: crate::observe::active(),
             };
@@ -328,7 +354,7 @@ impl Scheduler {
                             if prefetch {
                                 self.prefetch_ahead(&batch, next);
                             }
-                            self.run_one::<false>(id, &mut turn, 0);
+                            self.run_one_in::<false>(id, &turn, 0);
                             if done() {
                                 return true;
                             }
@@ -345,9 +371,9 @@ impl Scheduler {
                             self.sample_due.set(false);
                             let weight = self.since_sample.replace(0).max(1);
                             self.sample_gap.set(crate::inspect::gap_from(self.draw()));
-                            self.run_one::<true>(id, &mut turn, weight);
+                            self.run_one_in::<true>(id, &turn, weight);
                         } else {
-                            self.run_one::<false>(id, &mut turn, 0);
+                            self.run_one_in::<false>(id, &turn, 0);
                         }
                         if done() {
                             return true;

@@ -93,7 +93,9 @@ impl Scheduler {
         for (key, t) in core.tasks.slab.iter() {
             let hint = core.tasks.hints.get(key).map_or(0, |h| h.paused_sp);
             let (state, since, deadline) = match t.state {
-                TaskState::Running { since, .. } => (Shown::Running, since, None),
+                // Running since this turn began, at the latest: the
+                // loop's last reading of the clock.
+                TaskState::Running { .. } => (Shown::Running, core.tasks.clock, None),
                 TaskState::Queued { since } => (Shown::Ready { started: hint != 0 }, since, None),
                 TaskState::Waiting {
                     token, on, since, ..

@@ -66,8 +66,6 @@ pub(crate) struct Scheduler {
     ready_buf: RefCell<Vec<Readiness>>,
     /// The turn being run; kept to reuse its allocation.
     batch_buf: RefCell<Vec<TaskId>>,
-    /// The slot of the task being resumed while a resume runs.
-    resuming: Cell<Option<usize>>,
     /// What this scheduler shows the slow-task monitor.
     watch: Arc<crate::slow_task::Watch>,
     /// Its counters and dump requests, shared with any thread.
@@ -161,7 +159,6 @@ impl Scheduler {
             }),
             ready_buf: RefCell::new(Vec::new()),
             batch_buf: RefCell::new(Vec::new()),
-            resuming: Cell::new(None),
             watch,
             port,
             since_sample: Cell::new(0),

@@ -33,7 +33,7 @@ pub(super) enum TaskState {
     Queued { since: u32 },
     /// Its coroutine is running now. `cancel` is set by a cancellation of
     /// the running task, which tears it down at its next pause.
-    Running { cancel: bool, since: u32 },
+    Running { cancel: bool },
     /// Paused in the wait `token` (see [`WaitToken`]); `timer` is true
     /// while a timer entry for this wait sits in the heap, so the heap can
     /// count entries that went stale; `on` says what the wait is for, for
@@ -45,9 +45,11 @@ pub(super) enum TaskState {
         since: u32,
     },
 }
-// In each variant, `since` is the [`TaskTable::clock`] at which the task
-// entered the state, for a dump: kept in the padding of the variants, so
-// the record stays as small as it was.
+// In the variants that have it, `since` is the [`TaskTable::clock`] at
+// which the task entered the state, for a dump: kept in the padding of the
+// variants, so the record stays as small as it was. A running task has
+// none: a dump can only see the task that asks for it running, and that
+// one since the turn began at the latest.
 
 /// What a waiting task waits for, as its op said (for a dump, which
 /// finds the socket or the task joined by the wait's token).

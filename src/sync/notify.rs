@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::waitq::{self, park_local, Signal, WaitQueue, Woken};
+use super::waitq::{self, park_local, Signals, Woken};
 use crate::protocol::Resume;
 
 /// Wakes tasks that wait for "something happened", with no data attached.
@@ -55,7 +55,7 @@ pub struct Notify {
 #[derive(Default)]
 struct NotifyState {
     permit: bool,
-    waiters: WaitQueue<Signal>,
+    waiters: Signals,
 }
 
 impl NotifyState {
@@ -192,7 +192,7 @@ pub struct Event {
 #[derive(Default)]
 struct EventState {
     set: bool,
-    waiters: WaitQueue<Signal>,
+    waiters: Signals,
 }
 
 impl Event {

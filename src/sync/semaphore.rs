@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::fmt;
 
-use super::waitq::{self, park_local, Signal, WaitQueue, Woken};
+use super::waitq::{self, park_local, Signals, Woken};
 use crate::protocol::Resume;
 
 /// A counting semaphore for the tasks of one thread.
@@ -62,7 +62,7 @@ struct State {
     /// Nonzero only while no live task waits: a released permit goes to a
     /// waiter before it goes back to the count.
     permits: usize,
-    waiters: WaitQueue<Signal>,
+    waiters: Signals,
 }
 
 impl State {
@@ -89,7 +89,7 @@ impl Semaphore {
         Semaphore {
             state: RefCell::new(State {
                 permits,
-                waiters: WaitQueue::default(),
+                waiters: Signals::default(),
             }),
         }
     }

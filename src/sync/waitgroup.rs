@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::fmt;
 
-use super::waitq::{self, park_local, Signal, WaitQueue, Woken};
+use super::waitq::{self, park_local, Signals, Woken};
 use crate::protocol::Resume;
 
 /// Waits for a collection of jobs to finish, like Go's `sync.WaitGroup`.
@@ -48,7 +48,7 @@ pub struct WaitGroup {
 #[derive(Default)]
 struct WgState {
     count: usize,
-    waiters: WaitQueue<Signal>,
+    waiters: Signals,
 }
 
 impl WaitGroup {
@@ -167,7 +167,7 @@ struct BarrierState {
     arrived: usize,
     /// Rounds completed; a waiter knows its round is over when it changes.
     generation: u64,
-    waiters: WaitQueue<Signal>,
+    waiters: Signals,
 }
 
 /// What [`Barrier::wait`] returns.
@@ -195,7 +195,7 @@ impl Barrier {
             state: RefCell::new(BarrierState {
                 arrived: 0,
                 generation: 0,
-                waiters: WaitQueue::default(),
+                waiters: Signals::default(),
             }),
         }
     }

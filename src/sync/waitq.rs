@@ -1,31 +1,31 @@
 //! The waiter queue every primitive in this module is built on, and the
 //! park-in-a-queue step they all share.
 //!
-//! A waiting task publishes an entry (its [`ParkToken`] and a shared
-//! [`Woken`] flag) in the primitive's [`WaitQueue`], then parks. A waker
-//! walks the queue front to back and unparks the first entry whose token
-//! still names a pause ([`ParkToken::unpark`] returns true): that waiter
-//! is the one served, and its flag says so. An entry whose unpark fails
-//! belongs to a task that stopped waiting (it timed out, or is being
-//! unwound); it is skipped and left for its owner, who always removes its
-//! own entry, so the queue never keeps ghosts and no wake-up is spent on
-//! a task that will not use it.
+//! A waiting task publishes an entry (its [`ParkToken`]) in the
+//! primitive's queue of [`Signals`], then parks. A waker walks the queue
+//! front to back and unparks the first entry whose token still names a
+//! pause ([`ParkToken::unpark`] returns true): that waiter is the one
+//! served; the waker takes its entry out and notes how it was woken. An
+//! entry whose unpark fails belongs to a task that stopped waiting (it
+//! timed out, or is being unwound); it is skipped and left for its owner,
+//! who always takes out its own entry or note, so the queue never keeps
+//! ghosts and no wake-up is spent on a task that will not use it.
 //!
 //! ```text
 //!   waiter                                  waker
 //!   ──────                                  ─────
 //!   token = park_token()
-//!   queue.push(token, flag)   ──────────▶   take_first(|e| e.token.unpark())
+//!   id = queue.push(token)    ──────────▶   take_first(|token| token.unpark())
 //!   park(token)                                 false: skip (owner cleans up)
-//!      │                                        true:  flag = One/All, done
+//!      │                                        true:  note (id, One/All)
 //!      ▼
-//!   queue.remove(id)   (always, by the owner: on return and on unwind)
-//!   flag == One but unwinding?  → hand the wake-up on (drop guard)
+//!   how = remove(id)   (always, by the owner: on return and on unwind;
+//!                       Not if still queued, else the waker's note)
+//!   how == One but unwinding?  → hand the wake-up on (drop guard)
 //! ```
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::rc::Rc;
 use std::time::Instant;
 
 use crate::inspect::ParkedOn;
@@ -118,6 +118,25 @@ impl<E> WaitQueue<E> {
         self.entries.remove(i).map(|(_, e)| e)
     }
 
+    /// [`take_first`](Self::take_first), with the entry's id.
+    #[inline]
+    pub(crate) fn take_first_entry(
+        &mut self,
+        mut pred: impl FnMut(&E) -> bool,
+    ) -> Option<(u64, E)> {
+        let (_, front) = self.entries.front()?;
+        if pred(front) {
+            return self.entries.pop_front();
+        }
+        let i = self.entries.iter().skip(1).position(|(_, e)| pred(e))? + 1;
+        self.entries.remove(i)
+    }
+
+    /// Takes every entry out, front to back, keeping the queue's buffer.
+    pub(crate) fn drain_all(&mut self) -> std::collections::vec_deque::Drain<'_, (u64, E)> {
+        self.entries.drain(..)
+    }
+
     /// Takes every entry out, front to back.
     pub(crate) fn take_all(&mut self) -> VecDeque<(u64, E)> {
         std::mem::take(&mut self.entries)
@@ -142,46 +161,72 @@ impl<E> WaitQueue<E> {
     }
 }
 
-/// A parked task's entry in a single-thread queue.
-#[derive(Debug)]
-pub(crate) struct Signal {
-    token: ParkToken,
-    /// Shared with the waiter, which reads it after the pause (the entry
-    /// itself is gone by then).
-    woken: Rc<Cell<Woken>>,
+/// The tasks parked for a single-thread primitive, in the order they
+/// came, and how the ones a waker has already taken out were woken.
+///
+/// A waker takes a served entry out of the queue at once (so the queue
+/// holds only tasks still to be served) and notes its id and how in
+/// `served`; the task reads and drops that note when it resumes (see
+/// [`park_local`]). Served ids only grow, since a waker serves the first
+/// live entry and those before it can never be served again, so the notes
+/// stay sorted and are read front first, in the order the tasks were
+/// woken. Nothing is allocated per wait.
+#[derive(Debug, Default)]
+pub(crate) struct Signals {
+    queue: WaitQueue<ParkToken>,
+    /// # Invariant
+    /// Ids strictly increase from front to back.
+    served: VecDeque<(u64, Woken)>,
 }
 
-impl Signal {
-    /// An entry for the pause `token`, reporting through `woken`.
-    pub(crate) fn new(token: ParkToken, woken: Rc<Cell<Woken>>) -> Signal {
-        Signal { token, woken }
+impl Signals {
+    /// Tasks queued and not yet served.
+    pub(crate) fn len(&self) -> usize {
+        self.queue.len()
     }
 
-    /// Unparks the waiter if it is still parked in this very pause, and
-    /// records how. Returns whether it did.
+    /// Takes the entry `id` out, queued or served, and says how its task
+    /// was woken ([`Woken::Not`] while it is still queued).
     #[inline]
-    pub(crate) fn wake(&self, how: Woken) -> bool {
-        if self.token.unpark() {
-            self.woken.set(how);
-            true
-        } else {
-            false
+    fn remove(&mut self, id: u64) -> Woken {
+        if self.queue.remove(id).is_some() {
+            return Woken::Not;
+        }
+        match self.served.front() {
+            Some(&(i, how)) if i == id => {
+                self.served.pop_front();
+                how
+            }
+            _ => match self.served.binary_search_by_key(&id, |(i, _)| *i) {
+                Ok(i) => self.served.remove(i).map_or(Woken::Not, |(_, how)| how),
+                // Taken out by a broadcast whose unpark it missed.
+                Err(_) => Woken::Not,
+            },
         }
     }
 }
 
 /// Wakes the first live waiter of `q` as the one singled out. Returns
 /// whether there was one.
-pub(crate) fn wake_one(q: &mut WaitQueue<Signal>) -> bool {
-    q.take_first(|s| s.wake(Woken::One)).is_some()
+pub(crate) fn wake_one(q: &mut Signals) -> bool {
+    match q.queue.take_first_entry(|t| t.unpark()) {
+        Some((id, _)) => {
+            q.served.push_back((id, Woken::One));
+            true
+        }
+        None => false,
+    }
 }
 
 /// Wakes every waiter of `q` as part of a broadcast.
-pub(crate) fn wake_all(q: &mut WaitQueue<Signal>) {
-    for (_, s) in q.take_all() {
+pub(crate) fn wake_all(q: &mut Signals) {
+    let Signals { queue, served } = q;
+    for (id, token) in queue.drain_all() {
         // An entry whose task stopped waiting is simply dropped: its owner
-        // finds it gone and has nothing to hand on.
-        s.wake(Woken::All);
+        // finds it gone and not served, and has nothing to hand on.
+        if token.unpark() {
+            served.push_back((id, Woken::All));
+        }
     }
 }
 
@@ -225,22 +270,21 @@ impl<F: FnOnce()> Drop for OnDrop<F> {
 /// [`Woken::Not`].
 pub(crate) fn park_local<S>(
     state: &RefCell<S>,
-    queue: impl Fn(&mut S) -> &mut WaitQueue<Signal>,
+    queue: impl Fn(&mut S) -> &mut Signals,
     deadline: Option<Instant>,
     abandon: impl FnOnce(&mut S, Woken),
 ) -> (Resume, Woken) {
     let token = park_token();
-    let woken = Rc::new(Cell::new(Woken::Not));
-    let id = queue(&mut state.borrow_mut()).push(Signal::new(token, woken.clone()));
+    let id = queue(&mut state.borrow_mut()).queue.push(token);
     // No borrow of `state` is held across the pause: the guard below may
     // need it while the stack unwinds from inside `park`.
     let guard = OnDrop::new(|| {
         let mut st = state.borrow_mut();
-        queue(&mut st).remove(id);
-        abandon(&mut st, woken.get());
+        let woken = queue(&mut st).remove(id);
+        abandon(&mut st, woken);
     });
     let r = park_on(token, deadline, ParkedOn::Sync);
     guard.defuse();
-    queue(&mut state.borrow_mut()).remove(id);
-    (r, woken.get())
+    let woken = queue(&mut state.borrow_mut()).remove(id);
+    (r, woken)
 }
