@@ -113,7 +113,7 @@ pub fn dump_within(limit: Duration) -> Dump {
                 let left = deadline.saturating_duration_since(Instant::now());
                 crate::timeout::timeout(left, || slot.wait()).ok()
             } else {
-                slot.wait_blocking_until(deadline)
+                slot.wait_blocking_until(Some(deadline))
             };
             match answer {
                 Some(Ok(d)) => d,

@@ -236,34 +236,34 @@ impl<T> Handoff<T> {
     }
 
     /// Waits for the outcome by blocking the calling thread, until
-    /// `deadline` at the latest (then `None`).
+    /// `deadline` at the latest (then `None`), or for as long as it takes
+    /// without one.
     pub(crate) fn wait_blocking_until(
         &self,
-        deadline: std::time::Instant,
+        deadline: Option<std::time::Instant>,
     ) -> Option<Result<T, RemoteJoinError>> {
         let mut st = self.lock();
         loop {
             if let Some(r) = st.result.take() {
                 return Some(r);
             }
-            let left = deadline.checked_duration_since(std::time::Instant::now())?;
-            st = self
-                .arrived
-                .wait_timeout(st, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            st = match deadline {
+                None => self.arrived.wait(st).unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => {
+                    let left = deadline.checked_duration_since(std::time::Instant::now())?;
+                    self.arrived
+                        .wait_timeout(st, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
         }
     }
 
     /// Waits for the outcome by blocking the calling thread.
     pub(crate) fn wait_blocking(&self) -> Result<T, RemoteJoinError> {
-        let mut st = self.lock();
-        loop {
-            if let Some(r) = st.result.take() {
-                return r;
-            }
-            st = self.arrived.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
+        self.wait_blocking_until(None)
+            .expect("a wait without a deadline ends only with the outcome")
     }
 }
 

@@ -316,13 +316,12 @@ impl Port {
         let ended = m.ended.get();
         let spawned = m.spawned.get().max(ended);
         let alive = spawned - ended;
-        let mut hold_histogram: Vec<(Option<Duration>, u64)> = HOLD_BOUNDS_NS
+        let hold_histogram: Vec<(Option<Duration>, u64)> = HOLD_BOUNDS_NS
             .iter()
             .map(|&b| Some(Duration::from_nanos(b)))
             .chain(std::iter::once(None))
             .zip(m.hold_buckets.iter().map(Counter::get))
             .collect();
-        hold_histogram.shrink_to_fit();
         SchedulerMetrics {
             scheduler: self.id,
             thread: self.thread.clone(),

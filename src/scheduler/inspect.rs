@@ -9,6 +9,7 @@ use super::table::{TaskState, WaitKind};
 use super::Scheduler;
 use crate::inspect::{Backtrace, SchedulerDump, TaskDump, TaskState as Shown, WaitingOn};
 use crate::protocol::WaitToken;
+use crate::reactor::WaitFor;
 use crate::task;
 
 /// One task as listed under the state's borrow, before its backtrace.
@@ -104,9 +105,9 @@ impl Scheduler {
                     let fd = || fds.get(&w).copied().filter(|&fd| fd >= 0);
                     let on = match on {
                         WaitKind::Timer => WaitingOn::Timer,
-                        WaitKind::Readable => WaitingOn::Readable { fd: fd() },
-                        WaitKind::Writable => WaitingOn::Writable { fd: fd() },
-                        WaitKind::Accept => WaitingOn::Accept { fd: fd() },
+                        WaitKind::Io(WaitFor::Readable) => WaitingOn::Readable { fd: fd() },
+                        WaitKind::Io(WaitFor::Writable) => WaitingOn::Writable { fd: fd() },
+                        WaitKind::Io(WaitFor::Connection) => WaitingOn::Accept { fd: fd() },
                         WaitKind::Join => WaitingOn::Join {
                             task: joined.get(&w).copied().unwrap_or(0),
                         },

@@ -21,7 +21,7 @@ use slab::Slab;
 
 use crate::inspect::ParkedOn;
 use crate::protocol::{Resume, TaskId, WaitToken};
-use crate::reactor::Wakeups;
+use crate::reactor::{WaitFor, Wakeups};
 use crate::task::OwnedHeader;
 use crate::timer::Timers;
 use crate::trace;
@@ -56,9 +56,8 @@ pub(super) enum TaskState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum WaitKind {
     Timer,
-    Readable,
-    Writable,
-    Accept,
+    /// A socket or descriptor, as the reactor files the wait.
+    Io(WaitFor),
     Join,
     Parked(ParkedOn),
 }

@@ -73,12 +73,7 @@ impl Core {
             Op::WriteReady(io, d) => (WaitFor::Writable, io, d),
             Op::Accept(io, d) => (WaitFor::Connection, io, d),
         };
-        let on = match what {
-            WaitFor::Readable => WaitKind::Readable,
-            WaitFor::Writable => WaitKind::Writable,
-            WaitFor::Connection => WaitKind::Accept,
-        };
-        self.set_waiting(wait, false, on);
+        self.set_waiting(wait, false, WaitKind::Io(what));
         let tasks = &self.tasks;
         match self
             .reactor
