@@ -66,7 +66,12 @@ pub(crate) fn active() -> bool {
 impl Spans {
     /// Opens the span of a task being spawned into `slot`, named by its
     /// serial and name (if a subscriber wants it).
-    #[inline(always)]
+    ///
+    /// Out of line, check included: the spawn's own code is then the same
+    /// with the feature as without it (where the call is empty and goes).
+    /// Inlined, the check alone cost spawn + join 5% with no subscriber,
+    /// through the code around it rather than its own two instructions.
+    #[inline(never)]
     pub(crate) fn open(&mut self, slot: usize, serial: u64, name: Option<&str>) {
         if active() {
             self.open_observed(slot, serial, name);

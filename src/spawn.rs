@@ -239,6 +239,14 @@ impl<T> fmt::Debug for JoinHandle<T> {
     }
 }
 
+/// A task's attempt to join itself, which can never finish: out of line,
+/// so that `join`'s path is only the wait.
+#[cold]
+#[inline(never)]
+fn joined_itself(id: TaskId) -> ! {
+    panic!("yieldloop: task {id} tried to join itself, which can never finish");
+}
+
 impl<T> JoinHandle<T> {
     /// The outcome slot, as a [`scope`](crate::scope) sees it.
     pub(crate) fn unjoined_panic<'a>(&self) -> Rc<dyn UnjoinedPanic + 'a>
@@ -286,10 +294,7 @@ impl<T> JoinHandle<T> {
     /// ```
     pub fn join(self) -> Result<T, JoinError> {
         if !self.is_finished() && current_id() == Some(self.id) {
-            panic!(
-                "yieldloop: task {} tried to join itself, which can never finish",
-                self.id
-            );
+            joined_itself(self.id);
         }
         loop {
             if let Some(result) = self.slot.take() {
