@@ -54,14 +54,14 @@
 #   SCALE_REPS [5]  runs per thread-per-core scaling cell (client threads x workers)
 #   SCALE_SECS [4]  measured seconds per scaling run (the client is killed and the
 #                   run marked failed after SCALE_SECS + 30 s)
-#   DB_REPS [3]     runs per database cell (db stage)
+#   DB_REPS [5]     runs per database cell (db stage)
 #   DB_N [10000]    measured queries per round-trip run (after DB_WARMUP [1000])
 #   DB_TASKS [50]   tasks waiting on the database per ticker run
 #   DB_WAIT_MS [200]  how long each of them waits (BLPOP timeout, pg_sleep)
 #   DB_TIMEOUT [120]  seconds before a database run is killed and marked failed
 #   DB_TOKIO_WORKERS [""]  worker threads of on_tokio's shared runtime in the
 #                   db stage's on_tokio route; empty: its default, one
-#   SERVICE_REPS [3]  runs per service cell (the example service's Redis endpoint:
+#   SERVICE_REPS [5]  runs per service cell (the example service's Redis endpoint:
 #                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
 #                   (apt-get install redis-server), else the stage is skipped
@@ -128,14 +128,14 @@ HTTP_WARMUP=${HTTP_WARMUP:-0.5}
 HTTP_LOADGEN=${HTTP_LOADGEN:-auto}
 SCALE_REPS=${SCALE_REPS:-5}
 SCALE_SECS=${SCALE_SECS:-4}
-DB_REPS=${DB_REPS:-3}
+DB_REPS=${DB_REPS:-5}
 DB_N=${DB_N:-10000}
 DB_WARMUP=${DB_WARMUP:-1000}
 DB_TASKS=${DB_TASKS:-50}
 DB_WAIT_MS=${DB_WAIT_MS:-200}
 DB_TIMEOUT=${DB_TIMEOUT:-120}
 DB_TOKIO_WORKERS=${DB_TOKIO_WORKERS:-}
-SERVICE_REPS=${SERVICE_REPS:-3}
+SERVICE_REPS=${SERVICE_REPS:-5}
 HOOK_REPS=${HOOK_REPS:-3}
 HOOK_ITERS=${HOOK_ITERS:-100000}
 HOOK_BATCHES=${HOOK_BATCHES:-31}
@@ -968,7 +968,11 @@ if want service; then
         echo "service ok=0 skipped=1 reason=$why" >>"$RES/service.txt"
     else
         for rep in $(seq 1 "$SERVICE_REPS"); do
-            for server in yieldloop tokio yieldloop-pool yieldloop-hook; do
+            # Every other run in the opposite order, so that no server always
+            # follows the same neighbour on the shared Redis.
+            servers="yieldloop tokio yieldloop-pool yieldloop-hook"
+            [ $((rep % 2)) -eq 0 ] && servers="yieldloop-hook yieldloop-pool tokio yieldloop"
+            for server in $servers; do
                 what="service server=$server conns=64 rep=$rep load=$HTTP_LOAD"
                 case $server in
                     yieldloop-pool) bin=service_yieldloop pool=--pool ;;
@@ -1190,16 +1194,20 @@ if want db; then
     [ "$LATENESS_RT" = yes ] && db_variants="normal rt"
     skip=" "
     for rep in $(seq 1 "$DB_REPS"); do
+        # Every other run in the opposite order, so that no route always
+        # follows the same neighbour on the shared servers.
+        routes="native on_tokio on_tokio_mt blocking tokio"
+        [ $((rep % 2)) -eq 0 ] && routes="tokio blocking on_tokio_mt on_tokio native"
         for db in redis postgres; do
             [ -n "${DB_ADDR[$db]:-}" ] || continue
-            for route in native on_tokio on_tokio_mt blocking tokio; do
+            for route in $routes; do
                 case $skip in *" roundtrip/$db/$route "*) continue ;; esac
                 log "db roundtrip $db $route run $rep/$DB_REPS"
                 db_cell roundtrip "$db" "$route" "$rep" normal "${DB_ADDR[$db]}" --n "$DB_N" --warmup "$DB_WARMUP" ||
                     skip="${skip}roundtrip/$db/$route "
             done
             for variant in $db_variants; do
-                for route in native on_tokio on_tokio_mt blocking tokio; do
+                for route in $routes; do
                     case $skip in *" ticker/$db/$route/$variant "*) continue ;; esac
                     log "db ticker $db $route ($variant priority) run $rep/$DB_REPS"
                     db_cell ticker "$db" "$route" "$rep" "$variant" "${DB_ADDR[$db]}" --tasks "$DB_TASKS" --wait-ms "$DB_WAIT_MS" ||

@@ -136,7 +136,8 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          PostgreSQL a `SELECT 1` prepared once. {} warm-up queries, then {} timed one by \
          one; CPU is the client process's user + system time over the timed queries \
          (`getrusage`, every thread: the scheduler, tokio's workers, the blocking pool), \
-         divided by their number. The servers' own CPU is not counted. {} runs per cell.\n",
+         divided by their number. The servers' own CPU is not counted. {} runs per cell, \
+         the routes taken in turn in one order and then in the opposite one.\n",
         m("db_warmup"),
         m("db_n"),
         m("db_reps"),

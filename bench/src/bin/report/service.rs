@@ -86,7 +86,8 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String, clk_tck
          commands of all connections over one socket. Redis {} runs for the whole \
          stage, pinned with the load (`{}`); the service is pinned with `{}`. The \
          load is {load}: 64 keep-alive connections in a closed loop. A fresh service \
-         per run; {} runs per server, {} s each. CPU per request is the process's \
+         per run; {} runs per server, {} s each, the servers taken in turn in one \
+         order and then in the opposite one. CPU per request is the process's \
          (utime + stime) from `/proc/PID/stat` over the run divided by the requests \
          answered, for the service and for Redis (1/{} s ticks: coarse).\n",
         m("redis_version"),
