@@ -179,6 +179,19 @@ pick() {
     done
     echo "$out"
 }
+# The list "$@" after run number $1 as it is for that run: in its order on
+# odd runs, in the opposite one on even runs, so that across the runs no
+# entry always follows the same neighbour.
+in_turn() {
+    local r=$1 x out=""
+    shift
+    if [ $((r % 2)) = 1 ]; then
+        out="$*"
+    else
+        for x in "$@"; do out="$x $out"; done
+    fi
+    echo "$out"
+}
 elapsed() { awk -v s="$START" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
 log() { printf '[%6ss] %s\n' "$(elapsed)" "$*" >&2; }
 # Why a benchmark process failed: exit status $1, its stderr in file $2, the
@@ -968,11 +981,7 @@ if want service; then
         echo "service ok=0 skipped=1 reason=$why" >>"$RES/service.txt"
     else
         for rep in $(seq 1 "$SERVICE_REPS"); do
-            # Every other run in the opposite order, so that no server always
-            # follows the same neighbour on the shared Redis.
-            servers="yieldloop tokio yieldloop-pool yieldloop-hook"
-            [ $((rep % 2)) -eq 0 ] && servers="yieldloop-hook yieldloop-pool tokio yieldloop"
-            for server in $servers; do
+            for server in $(in_turn "$rep" yieldloop tokio yieldloop-pool yieldloop-hook); do
                 what="service server=$server conns=64 rep=$rep load=$HTTP_LOAD"
                 case $server in
                     yieldloop-pool) bin=service_yieldloop pool=--pool ;;
@@ -1194,10 +1203,7 @@ if want db; then
     [ "$LATENESS_RT" = yes ] && db_variants="normal rt"
     skip=" "
     for rep in $(seq 1 "$DB_REPS"); do
-        # Every other run in the opposite order, so that no route always
-        # follows the same neighbour on the shared servers.
-        routes="native on_tokio on_tokio_mt blocking tokio"
-        [ $((rep % 2)) -eq 0 ] && routes="tokio blocking on_tokio_mt on_tokio native"
+        routes=$(in_turn "$rep" native on_tokio on_tokio_mt blocking tokio)
         for db in redis postgres; do
             [ -n "${DB_ADDR[$db]:-}" ] || continue
             for route in $routes; do
@@ -1336,9 +1342,8 @@ if want diag; then
     else
         for rep in $(seq 1 "$DIAG_AB_REPS"); do
             log "diag: hand-over, today against $DIAG_BASE, pair $rep/$DIAG_AB_REPS"
-            if [ $((rep % 2)) = 1 ]; then order="now base"; else order="base now"; fi
             for b in yield spawn pingpong mutex; do
-                for build in $order; do
+                for build in $(in_turn "$rep" now base); do
                     if [ "$build" = base ]; then bench_cmd base handover; else bench_cmd yieldloop handover; fi
                     line=$(timeout "$HANDOVER_TIMEOUT" "${CMD[@]}" --bench "$b" 2>"$RES/cell.err" | grep -m1 '^handover ')
                     if [ -n "$line" ]; then
@@ -1350,8 +1355,7 @@ if want diag; then
             done
         done
         for rep in $(seq 1 "$DIAG_ECHO_REPS"); do
-            if [ $((rep % 2)) = 1 ]; then order="yieldloop base"; else order="base yieldloop"; fi
-            for server in $order; do
+            for server in $(in_turn "$rep" yieldloop base); do
                 build=$server
                 [ "$server" = yieldloop ] && build=now
                 if echo_measure "echo_$server" 64 "diag: echo, $build, pair $rep/$DIAG_ECHO_REPS"; then
