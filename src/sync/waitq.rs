@@ -15,7 +15,7 @@
 //!   waiter                                  waker
 //!   ──────                                  ─────
 //!   token = park_token()
-//!   id = queue.push(token)    ──────────▶   take_first(|token| token.unpark())
+//!   id = queue.push(token)    ──────────▶   take_first_entry(|token| token.unpark())
 //!   park(token)                                 false: skip (owner cleans up)
 //!      │                                        true:  note (id, One/All)
 //!      ▼
@@ -107,15 +107,8 @@ impl<E> WaitQueue<E> {
     /// entries before it stay where they are. `pred` is where the waker
     /// unparks, so it runs at most once per entry, front to back.
     #[inline]
-    pub(crate) fn take_first(&mut self, mut pred: impl FnMut(&E) -> bool) -> Option<E> {
-        // Nearly always the front entry is the one: take it without
-        // shifting the ring buffer.
-        let (_, front) = self.entries.front()?;
-        if pred(front) {
-            return self.entries.pop_front().map(|(_, e)| e);
-        }
-        let i = self.entries.iter().skip(1).position(|(_, e)| pred(e))? + 1;
-        self.entries.remove(i).map(|(_, e)| e)
+    pub(crate) fn take_first(&mut self, pred: impl FnMut(&E) -> bool) -> Option<E> {
+        self.take_first_entry(pred).map(|(_, e)| e)
     }
 
     /// [`take_first`](Self::take_first), with the entry's id.
@@ -124,6 +117,8 @@ impl<E> WaitQueue<E> {
         &mut self,
         mut pred: impl FnMut(&E) -> bool,
     ) -> Option<(u64, E)> {
+        // Nearly always the front entry is the one: take it without
+        // shifting the ring buffer.
         let (_, front) = self.entries.front()?;
         if pred(front) {
             return self.entries.pop_front();
