@@ -54,14 +54,20 @@
 #   SCALE_REPS [5]  runs per thread-per-core scaling cell (client threads x workers)
 #   SCALE_SECS [4]  measured seconds per scaling run (the client is killed and the
 #                   run marked failed after SCALE_SECS + 30 s)
-#   DB_REPS [5]     runs per database cell (db stage)
+#   DB_REPS [5]     runs per ticker cell of the db stage
+#   DB_RT_REPS [9]  runs per round-trip cell of the db stage (each takes about a
+#                   second; where the kernel puts the client relative to the server
+#                   moves a run's figures, so the medians need more runs)
 #   DB_N [10000]    measured queries per round-trip run (after DB_WARMUP [1000])
 #   DB_TASKS [50]   tasks waiting on the database per ticker run
 #   DB_WAIT_MS [200]  how long each of them waits (BLPOP timeout, pg_sleep)
 #   DB_TIMEOUT [120]  seconds before a database run is killed and marked failed
+#   DB_PAIRS [120]  pairs of batches in the interleaved comparison of the native
+#                   route with tokio's own client (db_roundtrip --vs), per placement
+#   DB_BATCH [300]  queries per batch of that comparison
 #   DB_TOKIO_WORKERS [""]  worker threads of on_tokio's shared runtime in the
 #                   db stage's on_tokio route; empty: its default, one
-#   SERVICE_REPS [5]  runs per service cell (the example service's Redis endpoint:
+#   SERVICE_REPS [7]  runs per service cell (the example service's Redis endpoint:
 #                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
 #                   (apt-get install redis-server), else the stage is skipped
@@ -129,13 +135,16 @@ HTTP_LOADGEN=${HTTP_LOADGEN:-auto}
 SCALE_REPS=${SCALE_REPS:-5}
 SCALE_SECS=${SCALE_SECS:-4}
 DB_REPS=${DB_REPS:-5}
+DB_RT_REPS=${DB_RT_REPS:-9}
 DB_N=${DB_N:-10000}
 DB_WARMUP=${DB_WARMUP:-1000}
 DB_TASKS=${DB_TASKS:-50}
 DB_WAIT_MS=${DB_WAIT_MS:-200}
 DB_TIMEOUT=${DB_TIMEOUT:-120}
 DB_TOKIO_WORKERS=${DB_TOKIO_WORKERS:-}
-SERVICE_REPS=${SERVICE_REPS:-5}
+DB_PAIRS=${DB_PAIRS:-120}
+DB_BATCH=${DB_BATCH:-300}
+SERVICE_REPS=${SERVICE_REPS:-7}
 HOOK_REPS=${HOOK_REPS:-3}
 HOOK_ITERS=${HOOK_ITERS:-100000}
 HOOK_BATCHES=${HOOK_BATCHES:-31}
@@ -395,12 +404,15 @@ fi
     echo "redis_version=$(redis-server --version 2>/dev/null | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
     echo "scale_secs=$SCALE_SECS"
     echo "db_reps=$DB_REPS"
+    echo "db_rt_reps=$DB_RT_REPS"
     echo "db_n=$DB_N"
     echo "db_warmup=$DB_WARMUP"
     echo "db_tasks=$DB_TASKS"
     echo "db_wait_ms=$DB_WAIT_MS"
     echo "db_timeout=$DB_TIMEOUT"
     echo "db_tokio_workers=${DB_TOKIO_WORKERS:-default}"
+    echo "db_pairs=$DB_PAIRS"
+    echo "db_batch=$DB_BATCH"
     echo "hook_build=$HOOK_BUILD"
     echo "hook_reps=$HOOK_REPS"
     echo "hook_iters=$HOOK_ITERS"
@@ -492,6 +504,9 @@ cat >>"$RES/commands.txt" <<EOF
 bench/target/release/db_servers --redis --postgres <FIFO &
 # round trips (Redis GET, PostgreSQL SELECT 1), one connection, one query after another
 timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --route {native|on_tokio|on_tokio_mt|blocking|tokio} --addr 127.0.0.1:PORT --n ${DB_N} --warmup ${DB_WARMUP}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
+# the native route against tokio's own client, interleaved in one process, with the
+# server pinned (taskset -a -p -c) to the client's core (one) or to the other one (split)
+timeout ${DB_TIMEOUT} taskset -c 0 bench/target/release/db_roundtrip --db {redis|postgres} --route native --vs tokio --pairs ${DB_PAIRS} --n ${DB_BATCH} --addr 127.0.0.1:PORT --warmup ${DB_WARMUP}
 # a 1 ms ticker beside tasks waiting on the database (BLPOP with a timeout, pg_sleep),
 # at normal priority and (where chrt works) under chrt -f 50
 timeout ${DB_TIMEOUT} [chrt -f 50] bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|on_tokio_mt|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
@@ -1134,22 +1149,25 @@ fi
 # Nothing is pinned: the on_tokio route needs tokio's workers beside the
 # scheduler's thread, and the servers run beside the client.
 
-# One run of db_$1 (roundtrip or ticker) for database $2, route $3, rep $4,
-# at priority $5 (normal, or rt: under `chrt -f 50` as for the timer
-# lateness), with the server at $6 and the binary's own arguments after;
-# appends a result line (ok=1) or a failure line (ok=0).
+# One run of db_$1 (roundtrip or ticker; pairs: db_roundtrip --vs, pinned
+# to the first core) for database $2, route $3, rep $4, at priority $5
+# (normal, or rt: under `chrt -f 50` as for the timer lateness; for pairs,
+# the server's placement), with the server at $6 and the binary's own
+# arguments after; appends a result line (ok=1) or a failure line (ok=0).
 db_cell() {
-    local kind=$1 db=$2 route=$3 rep=$4 variant=$5 addr=$6 out err rc reason line prio=() workers=()
+    local kind=$1 db=$2 route=$3 rep=$4 variant=$5 addr=$6 out err rc reason line prio=() workers=() bin
     shift 6
+    bin=db_$kind
+    [ "$kind" = pairs ] && bin=db_roundtrip && prio=(taskset -c 0)
     [ -n "$DB_TOKIO_WORKERS" ] && workers=(--tokio-workers "$DB_TOKIO_WORKERS")
     out=$RES/cell.out
     err=$RES/cell.err
     [ "$variant" = rt ] && prio=(chrt -f 50)
-    timeout "$DB_TIMEOUT" "${prio[@]}" "$BIN/db_$kind" --db "$db" --route "$route" --addr "$addr" "${workers[@]}" "$@" >"$out" 2>"$err"
+    timeout "$DB_TIMEOUT" "${prio[@]}" "$BIN/$bin" --db "$db" --route "$route" --addr "$addr" "${workers[@]}" "$@" >"$out" 2>"$err"
     rc=$?
-    line=$(grep -m1 "^db_$kind " "$out")
+    line=$(grep -m1 "^$bin " "$out")
     if [ $rc -eq 0 ] && [ -n "$line" ]; then
-        echo "db kind=$kind variant=$variant rep=$rep ok=1 ${line#db_$kind }" >>"$RES/db.txt"
+        echo "db kind=$kind variant=$variant rep=$rep ok=1 ${line#"$bin" }" >>"$RES/db.txt"
         return 0
     fi
     case $rc in
@@ -1173,12 +1191,13 @@ if want db; then
         kill -0 "$dbpid" 2>/dev/null || break
         sleep 0.1
     done
-    declare -A DB_ADDR=()
+    declare -A DB_ADDR=() DB_PID=()
     for db in redis postgres; do
         line=$(grep -m1 "^server db=$db " "$dbdir/out")
         case $line in
             *" ok=1 "*)
                 DB_ADDR[$db]=$(sed 's/.* addr=\([^ ]*\).*/\1/' <<<"$line")
+                DB_PID[$db]=$(sed -n 's/.* pid=\([0-9]*\).*/\1/p' <<<"$line")
                 log "db: $db on ${DB_ADDR[$db]}"
                 ;;
             *" ok=0 "*)
@@ -1202,17 +1221,21 @@ if want db; then
     db_variants=normal
     [ "$LATENESS_RT" = yes ] && db_variants="normal rt"
     skip=" "
-    for rep in $(seq 1 "$DB_REPS"); do
+    reps=$DB_REPS
+    [ "$DB_RT_REPS" -gt "$reps" ] && reps=$DB_RT_REPS
+    for rep in $(seq 1 "$reps"); do
         routes=$(in_turn "$rep" native on_tokio on_tokio_mt blocking tokio)
         for db in redis postgres; do
             [ -n "${DB_ADDR[$db]:-}" ] || continue
             for route in $routes; do
+                [ "$rep" -le "$DB_RT_REPS" ] || break
                 case $skip in *" roundtrip/$db/$route "*) continue ;; esac
-                log "db roundtrip $db $route run $rep/$DB_REPS"
+                log "db roundtrip $db $route run $rep/$DB_RT_REPS"
                 db_cell roundtrip "$db" "$route" "$rep" normal "${DB_ADDR[$db]}" --n "$DB_N" --warmup "$DB_WARMUP" ||
                     skip="${skip}roundtrip/$db/$route "
             done
             for variant in $db_variants; do
+                [ "$rep" -le "$DB_REPS" ] || break
                 for route in $routes; do
                     case $skip in *" ticker/$db/$route/$variant "*) continue ;; esac
                     log "db ticker $db $route ($variant priority) run $rep/$DB_REPS"
@@ -1220,6 +1243,31 @@ if want db; then
                         skip="${skip}ticker/$db/$route/$variant "
                 done
             done
+        done
+    done
+    # The native route against tokio's own client, interleaved: both in one
+    # process, pinned to the first core, running batches in turn (see
+    # db_roundtrip --vs). Run by run, where the kernel happens to put the
+    # client relative to the server (on the server's core, where each
+    # wake-up is a plain switch, or on the other, where it is a cross-core
+    # wake-up) moves a route's CPU per query by half, which hides what the
+    # route itself costs; here the server is pinned too: to the client's
+    # core ("one"), or to the other one ("split", with two cores or more).
+    # PostgreSQL forks the connection's backend from the pinned postmaster.
+    places=one
+    [ "$(nproc)" -ge 2 ] && places="one split"
+    for db in redis postgres; do
+        [ -n "${DB_ADDR[$db]:-}" ] && [ -n "${DB_PID[$db]:-}" ] || continue
+        for place in $places; do
+            cpu=0
+            [ "$place" = split ] && cpu=1
+            if ! taskset -a -p -c "$cpu" "${DB_PID[$db]}" >/dev/null 2>&1; then
+                echo "db kind=pairs db=$db route=native variant=$place rep=1 ok=0 reason=taskset could not pin the server" >>"$RES/db.txt"
+                continue
+            fi
+            log "db pairs $db native vs tokio, server $place"
+            db_cell pairs "$db" native 1 "$place" "${DB_ADDR[$db]}" --vs tokio --pairs "$DB_PAIRS" --n "$DB_BATCH" --warmup "$DB_WARMUP"
+            taskset -a -p -c "0-$(($(nproc) - 1))" "${DB_PID[$db]}" >/dev/null 2>&1
         done
     done
     exec {dbfd}>&-

@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use yieldloop::sync::mpsc;
+
 /// The database a run talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Db {
@@ -48,7 +50,7 @@ impl Route {
 }
 
 /// The command line both binaries take.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Args {
     pub db: Db,
     pub route: Route,
@@ -66,6 +68,24 @@ pub struct Args {
     /// Worker threads of the shared tokio runtime of `on_tokio` (its
     /// default, one, when not given).
     pub tokio_workers: Option<usize>,
+    /// `db_roundtrip --vs ROUTE`: the route this one is compared with, run
+    /// interleaved in the same process (and its label).
+    pub vs: Option<(Route, &'static str)>,
+    /// `db_roundtrip --vs`: how many pairs of batches (each batch `n`
+    /// queries).
+    pub pairs: u64,
+}
+
+/// A route's name on the command line: the route, and the label it keeps.
+fn route_arg(v: &str) -> Option<(Route, &'static str)> {
+    Some(match v {
+        "native" => (Route::Native, "native"),
+        "on_tokio" => (Route::OnTokio, "on_tokio"),
+        "on_tokio_mt" => (Route::OnTokio, "on_tokio_mt"),
+        "blocking" => (Route::Blocking, "blocking"),
+        "tokio" => (Route::Tokio, "tokio"),
+        _ => return None,
+    })
 }
 
 /// Parses the command line; prints `usage` and exits on anything unknown.
@@ -83,6 +103,8 @@ pub fn args(usage: &str) -> Args {
         warmup: 0,
         wait_ms: 200,
         tokio_workers: None,
+        vs: None,
+        pairs: 0,
     };
     let mut n = None;
     let mut it = std::env::args().skip(1);
@@ -97,16 +119,9 @@ pub fn args(usage: &str) -> Args {
                     _ => bad(),
                 }
             }
-            "--route" => {
-                (a.route, a.label) = match v.as_str() {
-                    "native" => (Route::Native, "native"),
-                    "on_tokio" => (Route::OnTokio, "on_tokio"),
-                    "on_tokio_mt" => (Route::OnTokio, "on_tokio_mt"),
-                    "blocking" => (Route::Blocking, "blocking"),
-                    "tokio" => (Route::Tokio, "tokio"),
-                    _ => bad(),
-                }
-            }
+            "--route" => (a.route, a.label) = route_arg(&v).unwrap_or_else(|| bad()),
+            "--vs" => a.vs = Some(route_arg(&v).unwrap_or_else(|| bad())),
+            "--pairs" => a.pairs = int(&v),
             "--addr" => a.addr = v,
             "--n" | "--tasks" => n = Some(int(&v)),
             "--warmup" => a.warmup = int(&v),
@@ -119,7 +134,13 @@ pub fn args(usage: &str) -> Args {
         bad();
     }
     a.n = n.unwrap_or(0);
-    if a.label == "on_tokio_mt" {
+    let labels = [Some(a.label), a.vs.map(|(_, l)| l)];
+    // One shared runtime per process: a comparison of its two sizes needs
+    // two processes.
+    if labels.contains(&Some("on_tokio")) && labels.contains(&Some("on_tokio_mt")) {
+        bad();
+    }
+    if labels.contains(&Some("on_tokio_mt")) {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         a.tokio_workers = Some(cpus);
     }
@@ -154,6 +175,65 @@ pub fn cpu_time() -> (Duration, Duration) {
         ru
     };
     (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// The process's CPU time, user + system.
+pub fn cpu_total() -> Duration {
+    let (user, sys) = cpu_time();
+    user + sys
+}
+
+/// How a route runs its queries once warm.
+pub enum Pace {
+    /// `n` queries, timed one by one: one run's figures ([`Meter`]).
+    Run { n: u64 },
+    /// Batches on demand, for an interleaved comparison of two routes in
+    /// one process: once warm, a zero on `took` (ready); then for each
+    /// size that arrives on `batches`, that many queries, and the
+    /// process's CPU time they took sent back on `took`. Ends when
+    /// `batches` closes.
+    Batches {
+        batches: mpsc::Receiver<u64>,
+        took: mpsc::Sender<Duration>,
+    },
+}
+
+/// Runs `warmup` queries untimed, then what `pace` asks for; the result
+/// fields of a [`Pace::Run`] (none for batches).
+pub fn drive(
+    pace: Pace,
+    warmup: u64,
+    mut q: impl FnMut() -> Result<(), String>,
+) -> Result<String, String> {
+    for _ in 0..warmup {
+        q()?;
+    }
+    match pace {
+        Pace::Run { n } => {
+            let mut m = Meter::start(n);
+            for _ in 0..n {
+                let t = Instant::now();
+                q()?;
+                m.lap(t);
+            }
+            Ok(m.finish())
+        }
+        Pace::Batches { batches, took } => {
+            if took.send(Duration::ZERO).is_err() {
+                return Ok(String::new());
+            }
+            while let Ok(k) = batches.recv() {
+                let from = cpu_total();
+                for _ in 0..k {
+                    q()?;
+                }
+                if took.send(cpu_total() - from).is_err() {
+                    break;
+                }
+            }
+            Ok(String::new())
+        }
+    }
 }
 
 /// Nearest-rank percentile of sorted values (`per_mille` / 1000).

@@ -38,14 +38,16 @@
 //! process with status 1 and the error on stderr.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use redis::{AsyncCommands, Commands};
-use yieldloop_bench::db::{self, fail, Db, Meter, Route};
+use yieldloop::sync::mpsc;
+use yieldloop_bench::db::{self, fail, Db, Meter, Pace, Route};
 use yieldloop_recipes::postgres::{ConnectOptions as PgOptions, PgClient};
 use yieldloop_recipes::redis::{ConnectOptions, Connection as NativeRedis};
 
-const USAGE: &str = "db_roundtrip --db redis|postgres --route native|on_tokio|on_tokio_mt|blocking|tokio --addr HOST:PORT --n N [--warmup W] [--tokio-workers K]";
+const USAGE: &str = "db_roundtrip --db redis|postgres --route ROUTE --addr HOST:PORT --n N [--warmup W] [--tokio-workers K] [--vs ROUTE --pairs P]";
 const KEY: &str = "yieldloop-bench-key";
 const VALUE: &str = "0123456789abcdef";
 const SQL: &str = "SELECT 1";
@@ -67,22 +69,42 @@ fn check_one(v: i32) -> Result<(), String> {
     }
 }
 
-/// Runs `q` W times untimed, then N times timed.
-fn measure(
-    n: u64,
-    warmup: u64,
-    mut q: impl FnMut() -> Result<(), String>,
-) -> Result<String, String> {
-    for _ in 0..warmup {
-        q()?;
-    }
-    let mut m = Meter::start(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        q()?;
-        m.lap(t);
-    }
-    Ok(m.finish())
+/// [`db::drive`] for a query that is awaited, on a tokio runtime: `$q`,
+/// a future, is written out in each loop.
+macro_rules! drive_await {
+    ($pace:expr, $warmup:expr, $q:expr) => {{
+        for _ in 0..$warmup {
+            $q.await?;
+        }
+        match $pace {
+            Pace::Run { n } => {
+                let mut m = Meter::start(n);
+                for _ in 0..n {
+                    let t = Instant::now();
+                    $q.await?;
+                    m.lap(t);
+                }
+                Ok(m.finish())
+            }
+            // The wait for the next batch blocks the thread: nothing of
+            // the runtime's is due meanwhile (the connection is idle).
+            Pace::Batches { batches, took } => {
+                if took.send(Duration::ZERO).is_err() {
+                    return Ok(String::new());
+                }
+                while let Ok(k) = batches.recv() {
+                    let from = db::cpu_total();
+                    for _ in 0..k {
+                        $q.await?;
+                    }
+                    if took.send(db::cpu_total() - from).is_err() {
+                        break;
+                    }
+                }
+                Ok(String::new())
+            }
+        }
+    }};
 }
 
 fn tokio_rt() -> Result<tokio::runtime::Runtime, String> {
@@ -104,22 +126,22 @@ fn redis_setup(addr: &str) -> Result<(), String> {
     c.set::<_, _, ()>(KEY, VALUE).map_err(fail)
 }
 
-fn redis_native(a: &db::Args) -> Result<String, String> {
-    let (addr, n, warmup) = (a.addr.clone(), a.n, a.warmup);
+fn redis_native(a: &db::Args, pace: Pace) -> Result<String, String> {
+    let (addr, warmup) = (a.addr.clone(), a.warmup);
     yieldloop::run(move || {
         let mut c = NativeRedis::connect(&ConnectOptions::new(addr)).map_err(fail)?;
-        measure(n, warmup, || check_get(c.get(KEY).map_err(fail)?))
+        db::drive(pace, warmup, || check_get(c.get(KEY).map_err(fail)?))
     })
 }
 
-fn redis_on_tokio(a: &db::Args) -> Result<String, String> {
-    let (url, n, warmup) = (redis_url(&a.addr), a.n, a.warmup);
+fn redis_on_tokio(a: &db::Args, pace: Pace) -> Result<String, String> {
+    let (url, warmup) = (redis_url(&a.addr), a.warmup);
     yieldloop::run(move || {
         let client = redis::Client::open(url).map_err(fail)?;
         let conn =
             yieldloop::on_tokio(async move { client.get_multiplexed_async_connection().await })
                 .map_err(fail)?;
-        measure(n, warmup, || {
+        db::drive(pace, warmup, || {
             // A clone is a handle on the same connection (its driver runs
             // on the tokio runtime); the future must own what it uses.
             let mut c = conn.clone();
@@ -128,15 +150,15 @@ fn redis_on_tokio(a: &db::Args) -> Result<String, String> {
     })
 }
 
-fn redis_blocking(a: &db::Args) -> Result<String, String> {
-    let (url, n, warmup) = (redis_url(&a.addr), a.n, a.warmup);
+fn redis_blocking(a: &db::Args, pace: Pace) -> Result<String, String> {
+    let (url, warmup) = (redis_url(&a.addr), a.warmup);
     let conn = redis::Client::open(url)
         .and_then(|c| c.get_connection())
         .map_err(fail)?;
     yieldloop::run(move || {
         // The connection travels to a pool thread and back with each query.
         let mut slot = Some(conn);
-        measure(n, warmup, || {
+        db::drive(pace, warmup, || {
             let mut c = slot.take().ok_or("connection lost")?;
             let (c, v) = yieldloop::spawn_blocking(move || {
                 let v = c.get::<_, Option<String>>(KEY);
@@ -150,24 +172,17 @@ fn redis_blocking(a: &db::Args) -> Result<String, String> {
     })
 }
 
-fn redis_tokio(a: &db::Args) -> Result<String, String> {
-    let (url, n, warmup) = (redis_url(&a.addr), a.n, a.warmup);
+fn redis_tokio(a: &db::Args, pace: Pace) -> Result<String, String> {
+    let (url, warmup) = (redis_url(&a.addr), a.warmup);
     tokio_rt()?.block_on(async move {
         let client = redis::Client::open(url).map_err(fail)?;
         let mut c = client
             .get_multiplexed_async_connection()
             .await
             .map_err(fail)?;
-        for _ in 0..warmup {
-            check_get(c.get(KEY).await.map_err(fail)?)?;
-        }
-        let mut m = Meter::start(n);
-        for _ in 0..n {
-            let t = Instant::now();
-            check_get(c.get(KEY).await.map_err(fail)?)?;
-            m.lap(t);
-        }
-        Ok(m.finish())
+        drive_await!(pace, warmup, async {
+            check_get(c.get(KEY).await.map_err(fail)?)
+        })
     })
 }
 
@@ -184,24 +199,24 @@ async fn pg_connect(
     Ok((client, st))
 }
 
-fn pg_native(a: &db::Args) -> Result<String, String> {
-    let (addr, n, warmup) = (a.addr.clone(), a.n, a.warmup);
+fn pg_native(a: &db::Args, pace: Pace) -> Result<String, String> {
+    let (addr, warmup) = (a.addr.clone(), a.warmup);
     yieldloop::run(move || {
         let opts = PgOptions::new(addr).user("postgres").dbname("postgres");
         let c = PgClient::connect(&opts).map_err(fail)?;
         let st = c.prepare(SQL).map_err(fail)?;
-        measure(n, warmup, || {
+        db::drive(pace, warmup, || {
             check_one(c.query_one(&st, &[]).map_err(fail)?.get(0))
         })
     })
 }
 
-fn pg_on_tokio(a: &db::Args) -> Result<String, String> {
-    let (conninfo, n, warmup) = (db::pg_conninfo(&a.addr), a.n, a.warmup);
+fn pg_on_tokio(a: &db::Args, pace: Pace) -> Result<String, String> {
+    let (conninfo, warmup) = (db::pg_conninfo(&a.addr), a.warmup);
     yieldloop::run(move || {
         let (client, st) = yieldloop::on_tokio(pg_connect(conninfo))?;
         let client = Arc::new(client);
-        measure(n, warmup, || {
+        db::drive(pace, warmup, || {
             let (c, st) = (client.clone(), st.clone());
             let row = yieldloop::on_tokio(async move { c.query_one(&st, &[]).await });
             check_one(row.map_err(fail)?.get(0))
@@ -209,13 +224,13 @@ fn pg_on_tokio(a: &db::Args) -> Result<String, String> {
     })
 }
 
-fn pg_blocking(a: &db::Args) -> Result<String, String> {
-    let (conninfo, n, warmup) = (db::pg_conninfo(&a.addr), a.n, a.warmup);
+fn pg_blocking(a: &db::Args, pace: Pace) -> Result<String, String> {
+    let (conninfo, warmup) = (db::pg_conninfo(&a.addr), a.warmup);
     let mut client = postgres::Client::connect(&conninfo, postgres::NoTls).map_err(fail)?;
     let st = client.prepare(SQL).map_err(fail)?;
     yieldloop::run(move || {
         let mut slot = Some(client);
-        measure(n, warmup, || {
+        db::drive(pace, warmup, || {
             let (mut c, st) = (slot.take().ok_or("connection lost")?, st.clone());
             let (c, row) = yieldloop::spawn_blocking(move || {
                 let row = c.query_one(&st, &[]);
@@ -229,41 +244,161 @@ fn pg_blocking(a: &db::Args) -> Result<String, String> {
     })
 }
 
-fn pg_tokio(a: &db::Args) -> Result<String, String> {
-    let (conninfo, n, warmup) = (db::pg_conninfo(&a.addr), a.n, a.warmup);
+fn pg_tokio(a: &db::Args, pace: Pace) -> Result<String, String> {
+    let (conninfo, warmup) = (db::pg_conninfo(&a.addr), a.warmup);
     tokio_rt()?.block_on(async move {
         let (c, st) = pg_connect(conninfo).await?;
-        for _ in 0..warmup {
-            check_one(c.query_one(&st, &[]).await.map_err(fail)?.get(0))?;
-        }
-        let mut m = Meter::start(n);
-        for _ in 0..n {
-            let t = Instant::now();
-            check_one(c.query_one(&st, &[]).await.map_err(fail)?.get(0))?;
-            m.lap(t);
-        }
-        Ok(m.finish())
+        drive_await!(pace, warmup, async {
+            check_one(c.query_one(&st, &[]).await.map_err(fail)?.get(0))
+        })
     })
+}
+
+/// Runs `route` on `a`'s database at `pace`.
+fn run_route(a: &db::Args, route: Route, pace: Pace) -> Result<String, String> {
+    match (a.db, route) {
+        (Db::Redis, Route::Native) => redis_native(a, pace),
+        (Db::Redis, Route::OnTokio) => redis_on_tokio(a, pace),
+        (Db::Redis, Route::Blocking) => redis_blocking(a, pace),
+        (Db::Redis, Route::Tokio) => redis_tokio(a, pace),
+        (Db::Postgres, Route::Native) => pg_native(a, pace),
+        (Db::Postgres, Route::OnTokio) => pg_on_tokio(a, pace),
+        (Db::Postgres, Route::Blocking) => pg_blocking(a, pace),
+        (Db::Postgres, Route::Tokio) => pg_tokio(a, pace),
+    }
+}
+
+/// One route of an interleaved comparison: the thread it runs on, and
+/// the coordinator's ends of its batch channels.
+struct Side {
+    label: &'static str,
+    batches: mpsc::Sender<u64>,
+    took: mpsc::Receiver<Duration>,
+    thread: Option<thread::JoinHandle<Result<String, String>>>,
+    /// CPU per query of each of its batches (µs).
+    cpu_us: Vec<f64>,
+}
+
+impl Side {
+    fn start(a: &db::Args, (route, label): (Route, &'static str)) -> Side {
+        let (batches, batches_rx) = mpsc::channel();
+        let (took_tx, took) = mpsc::channel();
+        let a = a.clone();
+        let thread = thread::spawn(move || {
+            let pace = Pace::Batches {
+                batches: batches_rx,
+                took: took_tx,
+            };
+            run_route(&a, route, pace)
+        });
+        Side {
+            label,
+            batches,
+            took,
+            thread: Some(thread),
+            cpu_us: Vec::new(),
+        }
+    }
+
+    /// What the side's thread gave for ending before it was asked to.
+    fn why_ended(&mut self) -> String {
+        let why = match self.thread.take().map(|t| t.join()) {
+            Some(Ok(Err(e))) => e,
+            Some(Ok(Ok(_))) | None => "ended early".into(),
+            Some(Err(_)) => "panicked".into(),
+        };
+        format!("{}: {why}", self.label)
+    }
+}
+
+/// `--vs`: the two routes on threads of their own in this process, each
+/// connected and warm, running batches of N queries in turn (the order
+/// swapped every pair), so that both see the machine in the same state;
+/// per batch, the process's CPU time per query.
+fn interleaved(a: &db::Args, vs: (Route, &'static str)) -> Result<String, String> {
+    let mut sides = [Side::start(a, (a.route, a.label)), Side::start(a, vs)];
+    for side in &mut sides {
+        if side.took.recv().is_err() {
+            return Err(side.why_ended());
+        }
+    }
+    for pair in 0..a.pairs {
+        let order = if pair % 2 == 0 { [0, 1] } else { [1, 0] };
+        for s in order {
+            let side = &mut sides[s];
+            let took = side
+                .batches
+                .send(a.n)
+                .ok()
+                .and_then(|()| side.took.recv().ok());
+            let Some(took) = took else {
+                return Err(side.why_ended());
+            };
+            side.cpu_us.push(took.as_secs_f64() * 1e6 / a.n as f64);
+        }
+    }
+    let [ours, theirs] = sides;
+    let mut ratios: Vec<f64> = ours
+        .cpu_us
+        .iter()
+        .zip(&theirs.cpu_us)
+        .map(|(x, y)| x / y)
+        .collect();
+    let mut diffs: Vec<f64> = ours
+        .cpu_us
+        .iter()
+        .zip(&theirs.cpu_us)
+        .map(|(x, y)| x - y)
+        .collect();
+    let below = ratios.iter().filter(|r| **r < 1.0).count();
+    let (mut x, mut y) = (ours.cpu_us, theirs.cpu_us);
+    // Closed, the batch channels end both routes.
+    drop((ours.batches, theirs.batches));
+    for t in [ours.thread, theirs.thread].into_iter().flatten() {
+        t.join()
+            .map_err(|_| "a route's thread panicked".to_string())??;
+    }
+    Ok(format!(
+        "vs={} pairs={} batch={} cpu_us={:.2} vs_cpu_us={:.2} ratio={:.4} ratio_p25={:.4} ratio_p75={:.4} diff_us={:.2} below={below}",
+        vs.1,
+        a.pairs,
+        a.n,
+        quantile(&mut x, 0.5),
+        quantile(&mut y, 0.5),
+        quantile(&mut ratios, 0.5),
+        quantile(&mut ratios, 0.25),
+        quantile(&mut ratios, 0.75),
+        quantile(&mut diffs, 0.5),
+    ))
+}
+
+/// The `q` quantile of `v` (sorted here), interpolated between ranks.
+fn quantile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n => {
+            let at = q * (n - 1) as f64;
+            let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+            v[lo] + (v[hi] - v[lo]) * (at - lo as f64)
+        }
+    }
 }
 
 fn main() {
     let a = db::args(USAGE);
-    if a.n == 0 {
+    if a.n == 0 || (a.vs.is_some() != (a.pairs > 0)) {
         eprintln!("usage: {USAGE}");
         std::process::exit(2);
     }
-    let run = match (a.db, a.route) {
-        (Db::Redis, route) => redis_setup(&a.addr).and_then(|()| match route {
-            Route::Native => redis_native(&a),
-            Route::OnTokio => redis_on_tokio(&a),
-            Route::Blocking => redis_blocking(&a),
-            Route::Tokio => redis_tokio(&a),
-        }),
-        (Db::Postgres, Route::Native) => pg_native(&a),
-        (Db::Postgres, Route::OnTokio) => pg_on_tokio(&a),
-        (Db::Postgres, Route::Blocking) => pg_blocking(&a),
-        (Db::Postgres, Route::Tokio) => pg_tokio(&a),
+    let setup = match a.db {
+        Db::Redis => redis_setup(&a.addr),
+        Db::Postgres => Ok(()),
     };
+    let run = setup.and_then(|()| match a.vs {
+        Some(vs) => interleaved(&a, vs),
+        None => run_route(&a, a.route, Pace::Run { n: a.n }),
+    });
     match run {
         Ok(fields) => println!("db_roundtrip db={} route={} {fields}", a.db.name(), a.label),
         Err(e) => {

@@ -82,6 +82,23 @@ fn hop(recs: &[Rec], db: &str, route: &str, k: &str) -> Option<f64> {
     Some(med(recs, "roundtrip", db, route, k)? - med(recs, "roundtrip", db, "tokio", k)?)
 }
 
+/// The interleaved comparison of the native route with tokio's own client
+/// for `db`, with the server placed as `place` says (`one`: on the
+/// client's core; `split`: on another): its record, or why it failed.
+fn pairs<'a>(recs: &'a [Rec], db: &str, place: &str) -> Option<Result<&'a Rec, String>> {
+    let r = recs
+        .iter()
+        .find(|r| r.s("kind") == "pairs" && r.s("db") == db && r.s("variant") == place)?;
+    Some(if r.ok() {
+        Ok(r)
+    } else {
+        Err(r.reason.clone().unwrap_or_else(|| "failed".into()))
+    })
+}
+
+/// The server placements of the interleaved comparison, with their titles.
+const PLACES: [(&str, &str); 2] = [("one", "the client's core"), ("split", "the other core")];
+
 /// Why a database was skipped, if it was.
 fn skipped(recs: &[Rec], db: &str) -> Option<String> {
     recs.iter()
@@ -137,10 +154,12 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          one; CPU is the client process's user + system time over the timed queries \
          (`getrusage`, every thread: the scheduler, tokio's workers, the blocking pool), \
          divided by their number. The servers' own CPU is not counted. {} runs per cell, \
-         the routes taken in turn in one order and then in the opposite one.\n",
+         the routes taken in turn in one order and then in the opposite one. Nothing is \
+         pinned, and where the kernel puts the client relative to the server moves a \
+         run's CPU per query by up to half (see the interleaved comparison below).\n",
         m("db_warmup"),
         m("db_n"),
-        m("db_reps"),
+        m("db_rt_reps"),
     );
     let _ = writeln!(
         w,
@@ -202,6 +221,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
     if !notes.is_empty() {
         let _ = writeln!(w);
     }
+    interleaved(w, recs, m);
 
     let _ = writeln!(
         w,
@@ -279,18 +299,94 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
     }
 }
 
+/// The interleaved comparison of the native route with tokio's own client.
+fn interleaved(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
+    let _ = writeln!(
+        w,
+        "### The native route against tokio's own client, interleaved\n"
+    );
+    let _ = writeln!(
+        w,
+        "Run by run, the figures above move with where the kernel puts the client: \
+         on the server's core, each wake-up is a plain switch on that core; on the \
+         other, it is a wake-up across cores, which on this machine costs the client \
+         about twice the CPU per query. Which one a run gets is chance, so a route's \
+         median over a few runs can land in either. Here both clients run in one \
+         process (`db_roundtrip --vs`), each connected and warm on a thread of its \
+         own, the process pinned to the first core, and take turns: a batch of {} \
+         queries by one, then a batch by the other, the order swapped every pair, \
+         {} pairs. The server is pinned as well (`taskset`; PostgreSQL's backend is \
+         forked from the pinned postmaster): to the client's core, or to the other \
+         one. CPU per query is the process's CPU time over a batch (`getrusage`) \
+         divided by its queries; the ratio is native / tokio pair by pair, of which \
+         the table gives the median and the middle half.\n",
+        m("db_batch"),
+        m("db_pairs"),
+    );
+    let _ = writeln!(
+        w,
+        "| database | server on | native (µs) | tokio (µs) | native / tokio | middle half | pairs with native cheaper |\n\
+         |---|---|---:|---:|---:|---:|---:|"
+    );
+    let mut notes = Vec::new();
+    for (db, title) in DBS {
+        for (place, on) in PLACES {
+            match pairs(recs, db, place) {
+                None => {}
+                Some(Err(why)) => notes.push(format!("{db}, server on {on}: {why}")),
+                Some(Ok(r)) => {
+                    let _ = writeln!(
+                        w,
+                        "| {title} | {on} | {} | {} | {:.3} | {:.3}–{:.3} | {} of {} |",
+                        num(r.f("cpu_us")),
+                        num(r.f("vs_cpu_us")),
+                        r.f("ratio"),
+                        r.f("ratio_p25"),
+                        r.f("ratio_p75"),
+                        r.s("below"),
+                        r.s("pairs"),
+                    );
+                }
+            }
+        }
+    }
+    let _ = writeln!(w);
+    for n in &notes {
+        let _ = writeln!(w, "- failed: {n}");
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(w);
+    }
+}
+
 /// One row of the Targets table (same columns: target, yieldloop's figure,
 /// yardstick, its figure, ratio, allowed, met).
 pub fn row(w: &mut String, what: &str, ours: Option<f64>, unit: &str, bound: Bound) {
     let Some(ours) = ours else {
         let (yard, allowed) = match bound {
-            Bound::Ratio(name, _, r) => (name.to_string(), format!("≤ {r:.2}")),
+            Bound::Ratio(name, _, r) | Bound::Paired { name, max: r, .. } => {
+                (name.to_string(), format!("≤ {r:.2}"))
+            }
             Bound::Limit(l) => ("fixed limit".into(), format!("≤ {} {unit}", num(l))),
         };
         let _ = writeln!(w, "| {what} | | {yard} | | | {allowed} | not measured |");
         return;
     };
     match bound {
+        Bound::Paired {
+            name,
+            theirs,
+            ratio,
+            max,
+        } => {
+            let met = if ratio <= max { "yes" } else { "no" };
+            let _ = writeln!(
+                w,
+                "| {what} | {} {unit} | {name} | {} {unit} | {ratio:.3} (median of pairs) | ≤ {max:.2} | {met} |",
+                num(ours),
+                num(theirs)
+            );
+        }
         Bound::Ratio(name, Some(theirs), max) if theirs > 0.0 => {
             let ratio = ours / theirs;
             let met = if ratio <= max { "yes" } else { "no" };
@@ -322,22 +418,48 @@ pub enum Bound {
     Ratio(&'static str, Option<f64>, f64),
     /// At most a fixed amount.
     Limit(f64),
+    /// Measured in pairs against a yardstick: its figure, and the median
+    /// of the pairs' ratios, which is held to `max`.
+    Paired {
+        name: &'static str,
+        theirs: f64,
+        ratio: f64,
+        max: f64,
+    },
 }
 
 /// The rows this section adds to the Targets table: per database, client
-/// CPU per query of the native route against tokio's own client, the
-/// on_tokio hop, and the ticker's longest gap on the worst route (at
-/// normal priority, like every other target).
+/// CPU per query of the native route against tokio's own client (from
+/// the interleaved comparison with the server on the client's core, or,
+/// without it, the round trips' medians), the on_tokio hop, and the
+/// ticker's longest gap on the worst route (at normal priority, like every
+/// other target).
 pub fn target_rows(w: &mut String, recs: &[Rec]) {
     for (db, title) in DBS {
         let cpu = |route| med(recs, "roundtrip", db, route, "cpu_us");
-        row(
-            w,
-            &format!("{title}: client CPU per query, native recipe"),
-            cpu("native"),
-            "µs",
-            Bound::Ratio("tokio's own client", cpu("tokio"), 1.0),
-        );
+        match pairs(recs, db, "one") {
+            Some(Ok(r)) => row(
+                w,
+                &format!(
+                    "{title}: client CPU per query, native recipe (interleaved, server on the client's core)"
+                ),
+                Some(r.f("cpu_us")),
+                "µs",
+                Bound::Paired {
+                    name: "tokio's own client",
+                    theirs: r.f("vs_cpu_us"),
+                    ratio: r.f("ratio"),
+                    max: 1.0,
+                },
+            ),
+            _ => row(
+                w,
+                &format!("{title}: client CPU per query, native recipe"),
+                cpu("native"),
+                "µs",
+                Bound::Ratio("tokio's own client", cpu("tokio"), 1.0),
+            ),
+        }
         row(
             w,
             &format!("{title}: the `on_tokio` hop, CPU per query (on_tokio − tokio)"),

@@ -64,6 +64,7 @@ pub fn target(recs: &[Rec]) -> crate::targets::Target {
         yardstick: "tokio multi-thread (work stealing)",
         max_ratio: 1.1,
         unit: "ms",
+        paired: None,
     }
 }
 

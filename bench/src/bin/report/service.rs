@@ -43,6 +43,23 @@ pub fn service_cell(recs: &[Rec], server: &str, clk_tck: f64) -> ServiceCell {
     }
 }
 
+/// The median over the runs of `a`'s figure `f` divided by `b`'s in the
+/// same run (`rep`): runs made side by side see the machine alike, so
+/// their ratios scatter less than the two medians do.
+pub fn paired_ratio(recs: &[Rec], a: &str, b: &str, f: &dyn Fn(&Rec) -> f64) -> Option<f64> {
+    let of = |server: &str, rep: &str| {
+        recs.iter()
+            .find(|r| r.ok() && r.s("server") == server && r.s("rep") == rep)
+            .map(f)
+    };
+    let ratios = recs
+        .iter()
+        .filter(|r| r.ok() && r.s("server") == a)
+        .filter_map(|r| Some(f(r) / of(b, r.s("rep"))?))
+        .collect();
+    stat(ratios).map(|s| s.med)
+}
+
 pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String, clk_tck: f64) {
     let _ = writeln!(w, "## A Redis-backed HTTP service\n");
     if let Some(skip) = recs.iter().find(|r| r.s("skipped") == "1") {
