@@ -198,42 +198,49 @@ pub enum Pace {
     },
 }
 
-/// Runs `warmup` queries untimed, then what `pace` asks for; the result
-/// fields of a [`Pace::Run`] (none for batches).
-pub fn drive(
-    pace: Pace,
-    warmup: u64,
-    mut q: impl FnMut() -> Result<(), String>,
-) -> Result<String, String> {
-    for _ in 0..warmup {
-        q()?;
-    }
-    match pace {
-        Pace::Run { n } => {
-            let mut m = Meter::start(n);
-            for _ in 0..n {
-                let t = Instant::now();
-                q()?;
-                m.lap(t);
-            }
-            Ok(m.finish())
+/// Runs `$warmup` queries untimed, then what `$pace` (a [`Pace`]) asks
+/// for; evaluates to the result fields of a [`Pace::Run`] (none for
+/// batches), as a `Result<String, String>`.
+///
+/// `$q` is one query, an expression of type `Result<(), String>` written
+/// out in each loop, so that it may `.await` inside an async block (the
+/// tokio routes) as well as call a client that pauses the task; a `?` in
+/// it ends the enclosing function or closure. Waiting for the next batch
+/// blocks the thread on a plain thread or in a tokio runtime's
+/// `block_on`, which nothing of the runtime's needs meanwhile (the
+/// connection is idle), and pauses only the task in yieldloop.
+#[macro_export]
+macro_rules! drive {
+    ($pace:expr, $warmup:expr, $q:expr) => {{
+        for _ in 0..$warmup {
+            $q?;
         }
-        Pace::Batches { batches, took } => {
-            if took.send(Duration::ZERO).is_err() {
-                return Ok(String::new());
-            }
-            while let Ok(k) = batches.recv() {
-                let from = cpu_total();
-                for _ in 0..k {
-                    q()?;
+        match $pace {
+            $crate::db::Pace::Run { n } => {
+                let mut m = $crate::db::Meter::start(n);
+                for _ in 0..n {
+                    let t = ::std::time::Instant::now();
+                    $q?;
+                    m.lap(t);
                 }
-                if took.send(cpu_total() - from).is_err() {
-                    break;
-                }
+                Ok(m.finish())
             }
-            Ok(String::new())
+            $crate::db::Pace::Batches { batches, took } => {
+                if took.send(::std::time::Duration::ZERO).is_ok() {
+                    while let Ok(k) = batches.recv() {
+                        let from = $crate::db::cpu_total();
+                        for _ in 0..k {
+                            $q?;
+                        }
+                        if took.send($crate::db::cpu_total() - from).is_err() {
+                            break;
+                        }
+                    }
+                }
+                Ok(String::new())
+            }
         }
-    }
+    }};
 }
 
 /// Nearest-rank percentile of sorted values (`per_mille` / 1000).

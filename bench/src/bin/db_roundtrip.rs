@@ -39,11 +39,12 @@
 
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::{AsyncCommands, Commands};
 use yieldloop::sync::mpsc;
-use yieldloop_bench::db::{self, fail, Db, Meter, Pace, Route};
+use yieldloop_bench::db::{self, fail, Db, Pace, Route};
+use yieldloop_bench::drive;
 use yieldloop_recipes::postgres::{ConnectOptions as PgOptions, PgClient};
 use yieldloop_recipes::redis::{ConnectOptions, Connection as NativeRedis};
 
@@ -69,44 +70,6 @@ fn check_one(v: i32) -> Result<(), String> {
     }
 }
 
-/// [`db::drive`] for a query that is awaited, on a tokio runtime: `$q`,
-/// a future, is written out in each loop.
-macro_rules! drive_await {
-    ($pace:expr, $warmup:expr, $q:expr) => {{
-        for _ in 0..$warmup {
-            $q.await?;
-        }
-        match $pace {
-            Pace::Run { n } => {
-                let mut m = Meter::start(n);
-                for _ in 0..n {
-                    let t = Instant::now();
-                    $q.await?;
-                    m.lap(t);
-                }
-                Ok(m.finish())
-            }
-            // The wait for the next batch blocks the thread: nothing of
-            // the runtime's is due meanwhile (the connection is idle).
-            Pace::Batches { batches, took } => {
-                if took.send(Duration::ZERO).is_err() {
-                    return Ok(String::new());
-                }
-                while let Ok(k) = batches.recv() {
-                    let from = db::cpu_total();
-                    for _ in 0..k {
-                        $q.await?;
-                    }
-                    if took.send(db::cpu_total() - from).is_err() {
-                        break;
-                    }
-                }
-                Ok(String::new())
-            }
-        }
-    }};
-}
-
 fn tokio_rt() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -130,7 +93,7 @@ fn redis_native(a: &db::Args, pace: Pace) -> Result<String, String> {
     let (addr, warmup) = (a.addr.clone(), a.warmup);
     yieldloop::run(move || {
         let mut c = NativeRedis::connect(&ConnectOptions::new(addr)).map_err(fail)?;
-        db::drive(pace, warmup, || check_get(c.get(KEY).map_err(fail)?))
+        drive!(pace, warmup, check_get(c.get(KEY).map_err(fail)?))
     })
 }
 
@@ -141,7 +104,7 @@ fn redis_on_tokio(a: &db::Args, pace: Pace) -> Result<String, String> {
         let conn =
             yieldloop::on_tokio(async move { client.get_multiplexed_async_connection().await })
                 .map_err(fail)?;
-        db::drive(pace, warmup, || {
+        drive!(pace, warmup, {
             // A clone is a handle on the same connection (its driver runs
             // on the tokio runtime); the future must own what it uses.
             let mut c = conn.clone();
@@ -158,7 +121,7 @@ fn redis_blocking(a: &db::Args, pace: Pace) -> Result<String, String> {
     yieldloop::run(move || {
         // The connection travels to a pool thread and back with each query.
         let mut slot = Some(conn);
-        db::drive(pace, warmup, || {
+        drive!(pace, warmup, {
             let mut c = slot.take().ok_or("connection lost")?;
             let (c, v) = yieldloop::spawn_blocking(move || {
                 let v = c.get::<_, Option<String>>(KEY);
@@ -180,9 +143,7 @@ fn redis_tokio(a: &db::Args, pace: Pace) -> Result<String, String> {
             .get_multiplexed_async_connection()
             .await
             .map_err(fail)?;
-        drive_await!(pace, warmup, async {
-            check_get(c.get(KEY).await.map_err(fail)?)
-        })
+        drive!(pace, warmup, check_get(c.get(KEY).await.map_err(fail)?))
     })
 }
 
@@ -205,9 +166,11 @@ fn pg_native(a: &db::Args, pace: Pace) -> Result<String, String> {
         let opts = PgOptions::new(addr).user("postgres").dbname("postgres");
         let c = PgClient::connect(&opts).map_err(fail)?;
         let st = c.prepare(SQL).map_err(fail)?;
-        db::drive(pace, warmup, || {
+        drive!(
+            pace,
+            warmup,
             check_one(c.query_one(&st, &[]).map_err(fail)?.get(0))
-        })
+        )
     })
 }
 
@@ -216,7 +179,7 @@ fn pg_on_tokio(a: &db::Args, pace: Pace) -> Result<String, String> {
     yieldloop::run(move || {
         let (client, st) = yieldloop::on_tokio(pg_connect(conninfo))?;
         let client = Arc::new(client);
-        db::drive(pace, warmup, || {
+        drive!(pace, warmup, {
             let (c, st) = (client.clone(), st.clone());
             let row = yieldloop::on_tokio(async move { c.query_one(&st, &[]).await });
             check_one(row.map_err(fail)?.get(0))
@@ -230,7 +193,7 @@ fn pg_blocking(a: &db::Args, pace: Pace) -> Result<String, String> {
     let st = client.prepare(SQL).map_err(fail)?;
     yieldloop::run(move || {
         let mut slot = Some(client);
-        db::drive(pace, warmup, || {
+        drive!(pace, warmup, {
             let (mut c, st) = (slot.take().ok_or("connection lost")?, st.clone());
             let (c, row) = yieldloop::spawn_blocking(move || {
                 let row = c.query_one(&st, &[]);
@@ -248,9 +211,11 @@ fn pg_tokio(a: &db::Args, pace: Pace) -> Result<String, String> {
     let (conninfo, warmup) = (db::pg_conninfo(&a.addr), a.warmup);
     tokio_rt()?.block_on(async move {
         let (c, st) = pg_connect(conninfo).await?;
-        drive_await!(pace, warmup, async {
+        drive!(
+            pace,
+            warmup,
             check_one(c.query_one(&st, &[]).await.map_err(fail)?.get(0))
-        })
+        )
     })
 }
 
@@ -338,18 +303,12 @@ fn interleaved(a: &db::Args, vs: (Route, &'static str)) -> Result<String, String
         }
     }
     let [ours, theirs] = sides;
-    let mut ratios: Vec<f64> = ours
+    let (mut ratios, mut diffs): (Vec<f64>, Vec<f64>) = ours
         .cpu_us
         .iter()
         .zip(&theirs.cpu_us)
-        .map(|(x, y)| x / y)
-        .collect();
-    let mut diffs: Vec<f64> = ours
-        .cpu_us
-        .iter()
-        .zip(&theirs.cpu_us)
-        .map(|(x, y)| x - y)
-        .collect();
+        .map(|(x, y)| (x / y, x - y))
+        .unzip();
     let below = ratios.iter().filter(|r| **r < 1.0).count();
     let (mut x, mut y) = (ours.cpu_us, theirs.cpu_us);
     // Closed, the batch channels end both routes.
