@@ -99,6 +99,17 @@ fn pairs<'a>(recs: &'a [Rec], db: &str, place: &str) -> Option<Result<&'a Rec, S
 /// The server placements of the interleaved comparison, with their titles.
 const PLACES: [(&str, &str); 2] = [("one", "the client's core"), ("split", "the other core")];
 
+/// A table's failed cells, a line each, then a blank line (nothing when
+/// none failed).
+fn failed(w: &mut String, notes: &[String]) {
+    for n in notes {
+        let _ = writeln!(w, "- failed: {n}");
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(w);
+    }
+}
+
 /// Why a database was skipped, if it was.
 fn skipped(recs: &[Rec], db: &str) -> Option<String> {
     recs.iter()
@@ -215,12 +226,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          workers, and tokio wakes idle workers to look for work, so each query wakes \
          more threads.\n"
     );
-    for n in &notes {
-        let _ = writeln!(w, "- failed: {n}");
-    }
-    if !notes.is_empty() {
-        let _ = writeln!(w);
-    }
+    failed(w, &notes);
     interleaved(w, recs, m);
 
     let _ = writeln!(
@@ -291,12 +297,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
         }
     }
     let _ = writeln!(w);
-    for n in &notes {
-        let _ = writeln!(w, "- failed: {n}");
-    }
-    if !notes.is_empty() {
-        let _ = writeln!(w);
-    }
+    failed(w, &notes);
 }
 
 /// The interleaved comparison of the native route with tokio's own client.
@@ -351,12 +352,7 @@ fn interleaved(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
         }
     }
     let _ = writeln!(w);
-    for n in &notes {
-        let _ = writeln!(w, "- failed: {n}");
-    }
-    if !notes.is_empty() {
-        let _ = writeln!(w);
-    }
+    failed(w, &notes);
 }
 
 /// One row of the Targets table (same columns: target, yieldloop's figure,
