@@ -86,14 +86,10 @@ fn hop(recs: &[Rec], db: &str, route: &str, k: &str) -> Option<f64> {
 /// for `db`, with the server placed as `place` says (`one`: on the
 /// client's core; `split`: on another): its record, or why it failed.
 fn pairs<'a>(recs: &'a [Rec], db: &str, place: &str) -> Option<Result<&'a Rec, String>> {
-    let r = recs
-        .iter()
-        .find(|r| r.s("kind") == "pairs" && r.s("db") == db && r.s("variant") == place)?;
-    Some(if r.ok() {
-        Ok(r)
-    } else {
-        Err(r.reason.clone().unwrap_or_else(|| "failed".into()))
-    })
+    match pick(recs, "pairs", db, "native", place) {
+        (ok, _) if !ok.is_empty() => Some(Ok(ok[0])),
+        (_, failure) => failure.map(Err),
+    }
 }
 
 /// The server placements of the interleaved comparison, with their titles.
