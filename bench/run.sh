@@ -62,11 +62,13 @@
 #   DB_TASKS [50]   tasks waiting on the database per ticker run
 #   DB_WAIT_MS [200]  how long each of them waits (BLPOP timeout, pg_sleep)
 #   DB_TIMEOUT [120]  seconds before a database run is killed and marked failed
-#   DB_PAIRS [120]  pairs of batches in the interleaved comparison of the native
-#                   route with tokio's own client (db_roundtrip --vs), per placement
-#   DB_BATCH [300]  queries per batch of that comparison
+#   DB_PAIRS [120]  pairs of batches in the interleaved comparisons (the native
+#                   route with tokio's own client, on_tokio with tokio_hop:
+#                   db_roundtrip --vs), per placement
+#   DB_BATCH [300]  queries per batch of those comparisons
 #   DB_TOKIO_WORKERS [""]  worker threads of on_tokio's shared runtime in the
-#                   db stage's on_tokio route; empty: its default, one
+#                   db stage's on_tokio route (and of tokio_hop's second
+#                   runtime); empty: its default, one
 #   SERVICE_REPS [7]  runs per service cell (the example service's Redis endpoint:
 #                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
@@ -503,10 +505,11 @@ cat >>"$RES/commands.txt" <<EOF
 # databases: a redis-server and a PostgreSQL of their own, kept while stdin is open
 bench/target/release/db_servers --redis --postgres <FIFO &
 # round trips (Redis GET, PostgreSQL SELECT 1), one connection, one query after another
-timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --route {native|on_tokio|on_tokio_mt|blocking|tokio} --addr 127.0.0.1:PORT --n ${DB_N} --warmup ${DB_WARMUP}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
-# the native route against tokio's own client, interleaved in one process, with the
-# server pinned (taskset -a -p -c) to the client's core (one) or to the other one (split)
-timeout ${DB_TIMEOUT} taskset -c 0 bench/target/release/db_roundtrip --db {redis|postgres} --route native --vs tokio --pairs ${DB_PAIRS} --n ${DB_BATCH} --addr 127.0.0.1:PORT --warmup ${DB_WARMUP}
+timeout ${DB_TIMEOUT} bench/target/release/db_roundtrip --db {redis|postgres} --route {native|on_tokio|on_tokio_mt|blocking|tokio|tokio_hop} --addr 127.0.0.1:PORT --n ${DB_N} --warmup ${DB_WARMUP}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
+# the native route against tokio's own client, and on_tokio against tokio's own hop
+# between runtimes, interleaved in one process, with the server pinned
+# (taskset -a -p -c) to the client's core (one) or to the other one (split)
+timeout ${DB_TIMEOUT} taskset -c 0 bench/target/release/db_roundtrip --db {redis|postgres} --route {native --vs tokio|on_tokio --vs tokio_hop} --pairs ${DB_PAIRS} --n ${DB_BATCH} --addr 127.0.0.1:PORT --warmup ${DB_WARMUP}
 # a 1 ms ticker beside tasks waiting on the database (BLPOP with a timeout, pg_sleep),
 # at normal priority and (where chrt works) under chrt -f 50
 timeout ${DB_TIMEOUT} [chrt -f 50] bench/target/release/db_ticker --db {redis|postgres} --route {native|on_tokio|on_tokio_mt|blocking|tokio} --addr 127.0.0.1:PORT --tasks ${DB_TASKS} --wait-ms ${DB_WAIT_MS}${DB_TOKIO_WORKERS:+ --tokio-workers $DB_TOKIO_WORKERS}
@@ -1224,10 +1227,13 @@ if want db; then
     reps=$DB_REPS
     [ "$DB_RT_REPS" -gt "$reps" ] && reps=$DB_RT_REPS
     for rep in $(seq 1 "$reps"); do
+        # tokio_hop, tokio's own hop between two runtimes, is the on_tokio
+        # hop's yardstick; the ticker has no such route.
         routes=$(in_turn "$rep" native on_tokio on_tokio_mt blocking tokio)
+        rt_routes=$(in_turn "$rep" native on_tokio on_tokio_mt blocking tokio tokio_hop)
         for db in redis postgres; do
             [ -n "${DB_ADDR[$db]:-}" ] || continue
-            for route in $routes; do
+            for route in $rt_routes; do
                 [ "$rep" -le "$DB_RT_REPS" ] || break
                 case $skip in *" roundtrip/$db/$route "*) continue ;; esac
                 log "db roundtrip $db $route run $rep/$DB_RT_REPS"
@@ -1254,6 +1260,8 @@ if want db; then
     # route itself costs; here the server is pinned too: to the client's
     # core ("one"), or to the other one ("split", with two cores or more).
     # PostgreSQL forks the connection's backend from the pinned postmaster.
+    # The on_tokio route against tokio's own hop between two runtimes
+    # (tokio_hop) is compared the same way.
     places=one
     [ "$(nproc)" -ge 2 ] && places="one split"
     for db in redis postgres; do
@@ -1267,6 +1275,8 @@ if want db; then
             fi
             log "db pairs $db native vs tokio, server $place"
             db_cell pairs "$db" native 1 "$place" "${DB_ADDR[$db]}" --vs tokio --pairs "$DB_PAIRS" --n "$DB_BATCH" --warmup "$DB_WARMUP"
+            log "db pairs $db on_tokio vs tokio_hop, server $place"
+            db_cell pairs "$db" on_tokio 1 "$place" "${DB_ADDR[$db]}" --vs tokio_hop --pairs "$DB_PAIRS" --n "$DB_BATCH" --warmup "$DB_WARMUP"
             taskset -a -p -c "0-$(($(nproc) - 1))" "${DB_PID[$db]}" >/dev/null 2>&1
         done
     done

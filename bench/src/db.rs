@@ -27,6 +27,10 @@ pub enum Route {
     /// The same tokio clients on a plain tokio `current_thread` runtime,
     /// without yieldloop: the yardstick.
     Tokio,
+    /// The same tokio clients, each query spawned from a plain tokio
+    /// `current_thread` runtime onto a second, multi-thread one of one
+    /// worker and awaited there: tokio's own hop between runtimes.
+    TokioHop,
 }
 
 impl Db {
@@ -45,6 +49,7 @@ impl Route {
             Route::OnTokio => "on_tokio",
             Route::Blocking => "blocking",
             Route::Tokio => "tokio",
+            Route::TokioHop => "tokio_hop",
         }
     }
 }
@@ -84,6 +89,7 @@ fn route_arg(v: &str) -> Option<(Route, &'static str)> {
         "on_tokio_mt" => (Route::OnTokio, "on_tokio_mt"),
         "blocking" => (Route::Blocking, "blocking"),
         "tokio" => (Route::Tokio, "tokio"),
+        "tokio_hop" => (Route::TokioHop, "tokio_hop"),
         _ => return None,
     })
 }

@@ -2,7 +2,7 @@
 //! `SELECT 1`, one connection, one query after another.
 //!
 //! ```text
-//! db_roundtrip --db redis|postgres --route native|on_tokio|on_tokio_mt|blocking|tokio --addr HOST:PORT --n N [--warmup W] [--tokio-workers K]
+//! db_roundtrip --db redis|postgres --route native|on_tokio|on_tokio_mt|blocking|tokio|tokio_hop --addr HOST:PORT --n N [--warmup W] [--tokio-workers K]
 //! ```
 //!
 //! The routes (a task is one of yieldloop's, except for `tokio`):
@@ -21,7 +21,12 @@
 //! - `blocking`: the synchronous clients (`redis::Connection`, the
 //!   `postgres` crate), each query one `yieldloop::spawn_blocking` call;
 //! - `tokio`: the same tokio clients on a plain tokio `current_thread`
-//!   runtime, no yieldloop: the yardstick.
+//!   runtime, no yieldloop: the yardstick;
+//! - `tokio_hop`: tokio's own version of the `on_tokio` hop, no yieldloop:
+//!   a task of a plain tokio `current_thread` runtime spawns each query
+//!   onto a second, multi-thread runtime (one worker, or
+//!   `--tokio-workers`), where the client's connection task also runs,
+//!   and awaits its join handle.
 //!
 //! Redis reads one 16-byte value; PostgreSQL runs a statement prepared
 //! once (`SELECT 1`, one `int4`). After W warm-up queries, N queries are
@@ -147,6 +152,35 @@ fn redis_tokio(a: &db::Args, pace: Pace) -> Result<String, String> {
     })
 }
 
+/// The second runtime of the `tokio_hop` route: multi-thread, sized as
+/// `on_tokio`'s shared one (one worker unless `--tokio-workers` says).
+fn side_rt(a: &db::Args) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(a.tokio_workers.unwrap_or(1))
+        .enable_all()
+        .build()
+        .map_err(fail)
+}
+
+fn redis_tokio_hop(a: &db::Args, pace: Pace) -> Result<String, String> {
+    let (url, warmup) = (redis_url(&a.addr), a.warmup);
+    let side = side_rt(a)?;
+    let h = side.handle().clone();
+    tokio_rt()?.block_on(async move {
+        let client = redis::Client::open(url).map_err(fail)?;
+        let conn = h
+            .spawn(async move { client.get_multiplexed_async_connection().await })
+            .await
+            .map_err(fail)?
+            .map_err(fail)?;
+        drive!(pace, warmup, {
+            let mut c = conn.clone();
+            let v = h.spawn(async move { c.get(KEY).await }).await;
+            check_get(v.map_err(fail)?.map_err(fail)?)
+        })
+    })
+}
+
 /// tokio-postgres's own connect on the current tokio runtime, its
 /// connection driven by a tokio task, and the statement prepared.
 async fn pg_connect(
@@ -219,6 +253,21 @@ fn pg_tokio(a: &db::Args, pace: Pace) -> Result<String, String> {
     })
 }
 
+fn pg_tokio_hop(a: &db::Args, pace: Pace) -> Result<String, String> {
+    let (conninfo, warmup) = (db::pg_conninfo(&a.addr), a.warmup);
+    let side = side_rt(a)?;
+    let h = side.handle().clone();
+    tokio_rt()?.block_on(async move {
+        let (client, st) = h.spawn(pg_connect(conninfo)).await.map_err(fail)??;
+        let client = Arc::new(client);
+        drive!(pace, warmup, {
+            let (c, st) = (client.clone(), st.clone());
+            let row = h.spawn(async move { c.query_one(&st, &[]).await }).await;
+            check_one(row.map_err(fail)?.map_err(fail)?.get(0))
+        })
+    })
+}
+
 /// Runs `route` on `a`'s database at `pace`.
 fn run_route(a: &db::Args, route: Route, pace: Pace) -> Result<String, String> {
     match (a.db, route) {
@@ -226,10 +275,12 @@ fn run_route(a: &db::Args, route: Route, pace: Pace) -> Result<String, String> {
         (Db::Redis, Route::OnTokio) => redis_on_tokio(a, pace),
         (Db::Redis, Route::Blocking) => redis_blocking(a, pace),
         (Db::Redis, Route::Tokio) => redis_tokio(a, pace),
+        (Db::Redis, Route::TokioHop) => redis_tokio_hop(a, pace),
         (Db::Postgres, Route::Native) => pg_native(a, pace),
         (Db::Postgres, Route::OnTokio) => pg_on_tokio(a, pace),
         (Db::Postgres, Route::Blocking) => pg_blocking(a, pace),
         (Db::Postgres, Route::Tokio) => pg_tokio(a, pace),
+        (Db::Postgres, Route::TokioHop) => pg_tokio_hop(a, pace),
     }
 }
 

@@ -397,6 +397,7 @@ fn main() {
         (Db::Postgres, Route::OnTokio) => pg_on_tokio(&a),
         (Db::Postgres, Route::Blocking) => pg_blocking(&a),
         (Db::Postgres, Route::Tokio) => pg_tokio(&a),
+        (_, Route::TokioHop) => Err("the tokio_hop route is db_roundtrip's only".to_string()),
     };
     match run {
         Ok(fields) => println!("db_ticker db={} route={} {fields}", a.db.name(), a.label),
