@@ -123,6 +123,9 @@ struct State<T> {
     /// waiters of different kinds may wait at once (a handle polled, then
     /// joined), and the outcome wakes them all.
     waker: Option<Waker>,
+    /// Threads blocked on `arrived`: the outcome signals the condition
+    /// variable only for them (a signal is a system call).
+    sleepers: usize,
 }
 
 impl<T> fmt::Debug for Handoff<T> {
@@ -143,6 +146,7 @@ impl<T> Handoff<T> {
                 done: false,
                 waiter: None,
                 waker: None,
+                sleepers: 0,
             }),
             arrived: Condvar::new(),
         });
@@ -243,21 +247,30 @@ impl<T> Handoff<T> {
         deadline: Option<std::time::Instant>,
     ) -> Option<Result<T, RemoteJoinError>> {
         let mut st = self.lock();
-        loop {
+        // Counted under the lock the wait releases, so the producer, which
+        // looks under it, either sees this thread or stored the result
+        // before the look below.
+        st.sleepers += 1;
+        let out = loop {
             if let Some(r) = st.result.take() {
-                return Some(r);
+                break Some(r);
             }
             st = match deadline {
                 None => self.arrived.wait(st).unwrap_or_else(|e| e.into_inner()),
                 Some(deadline) => {
-                    let left = deadline.checked_duration_since(std::time::Instant::now())?;
+                    let Some(left) = deadline.checked_duration_since(std::time::Instant::now())
+                    else {
+                        break None;
+                    };
                     self.arrived
                         .wait_timeout(st, left)
                         .unwrap_or_else(|e| e.into_inner())
                         .0
                 }
             };
-        }
+        };
+        st.sleepers -= 1;
+        out
     }
 
     /// Waits for the outcome by blocking the calling thread.
@@ -314,13 +327,15 @@ impl<T> Completer<T> {
 
     fn deliver(&mut self, r: Result<T, RemoteJoinError>) {
         let Some(slot) = self.slot.take() else { return };
-        let (waiter, waker) = {
+        let (waiter, waker, sleepers) = {
             let mut st = slot.lock();
             st.result = Some(r);
             st.done = true;
-            (st.waiter.take(), st.waker.take())
+            (st.waiter.take(), st.waker.take(), st.sleepers)
         };
-        slot.arrived.notify_all();
+        if sleepers > 0 {
+            slot.arrived.notify_all();
+        }
         if let Some(w) = waiter {
             w.unpark();
         }

@@ -6,22 +6,27 @@
 //! tokio (its `net`, `time`, `spawn`: reqwest, sqlx, tonic, redis's async
 //! client, tokio-postgres's `connect`) need a tokio runtime around them. So
 //! the future hops: it is spawned on a process-wide multi-thread tokio
-//! runtime, and the caller waits for tokio's join handle with `block_on`,
-//! whose waker unparks the task from the tokio worker that finishes it.
+//! runtime, wrapped so that, once done, it hands its output over the way
+//! blocking work does ([`spawn_blocking`](crate::spawn_blocking)'s
+//! hand-off): the tokio worker stores it and unparks the caller's pause
+//! itself, through the scheduler's cross-thread queue.
 //!
 //! ```text
 //!   calling task (its scheduler's thread)     tokio worker thread
 //!   ─────────────────────────────────────     ───────────────────
-//!   Handle::spawn(future) ──────────────────▶ polls the future, with tokio's
-//!   block_on(join handle): park                reactor and timers at hand
-//!                                             done: wakes the join handle
-//!   woken through the scheduler's ◀────────── (RemoteUnparker::unpark)
+//!   Handle::spawn(wrapped future) ──────────▶ polls the future, with tokio's
+//!   park, its unparker left in the             reactor and timers at hand
+//!   hand-off                                  done: output (or panic) into
+//!                                             the hand-off, then
+//!   woken through the scheduler's ◀────────── RemoteUnparker::unpark
 //!   cross-thread queue; takes the output
 //! ```
 //!
 //! If the pause ends early (the task is cancelled, or a
 //! [`timeout`](crate::timeout()) around the call expires), the task unwinds
-//! out of `block_on`, and a guard on its stack aborts the tokio task.
+//! out of it, and a guard on its stack aborts the tokio task. A task that
+//! is already unwinding cannot pause: there the thread waits for the
+//! hand-off, and on a plain thread for tokio's join handle.
 //!
 //! The runtime is built on first use and lives until the process exits: it
 //! sits in a `static`, which Rust never drops. Its threads are idle between
@@ -29,15 +34,20 @@
 //! not finished and its destructors do not run, as for any thread alive
 //! when `main` returns.
 
+use std::any::Any;
+use std::fmt;
 use std::future::Future;
 use std::io;
-use std::panic;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::task::{Context, Poll};
+use std::thread;
 
 use tokio::runtime::{Builder, Handle, Runtime};
-use tokio::task::AbortHandle;
+use tokio::task::{AbortHandle, JoinError};
 
-use crate::bridge::block_on;
+use crate::handoff::{Handoff, RemoteJoinError};
 use crate::task;
 
 /// The shared runtime, once built.
@@ -60,7 +70,8 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 ///
 /// Each call spawns one tokio task and hops back through the task's
 /// scheduler: a few microseconds of latency and two thread wake-ups when
-/// both sides are idle (see the crate's `on_tokio` benchmark).
+/// both sides are idle (see the crate's `on_tokio` benchmark), as for
+/// tokio's own hop from one runtime to another.
 ///
 /// # Cancellation
 ///
@@ -138,25 +149,82 @@ where
     F::Output: Send + 'static,
 {
     let rt = runtime();
-    let join = rt.spawn(future);
-    // Declared before the wait, so dropped when the task unwinds out of it.
+    if !task::in_task() {
+        return on_thread(rt, future);
+    }
+    let (handoff, completer) = Handoff::new();
+    let join = rt.spawn(async move {
+        let out = CatchUnwind { future }.await;
+        completer.complete(out.map_err(RemoteJoinError::panicked));
+    });
+    // Declared before the wait, so dropped when the task unwinds out of it
+    // (cancelled, or a `timeout` around the call expired).
     let abort = AbortOnUnwind(Some(join.abort_handle()));
-    let outcome = if task::in_task() {
-        block_on(join)
+    drop(join);
+    let out = if thread::panicking() {
+        // Called from a destructor while the task unwinds: it cannot pause,
+        // so the thread waits.
+        handoff.wait_blocking()
     } else {
-        // Tokio's own wait refuses to block one of its workers (where the
-        // caller should `.await` instead), and allows its blocking threads.
-        rt.block_on(join)
+        handoff.wait()
     };
     abort.disarm();
+    output(out, RemoteJoinError::try_into_panic)
+}
+
+/// [`on_tokio`] outside any task: the thread waits for tokio's join
+/// handle.
+fn on_thread<F>(rt: &Runtime, future: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let join = rt.spawn(future);
+    let abort = AbortOnUnwind(Some(join.abort_handle()));
+    // Tokio's own wait refuses to block one of its workers (where the
+    // caller should `.await` instead), and allows its blocking threads.
+    let outcome = rt.block_on(join);
+    abort.disarm();
+    output(outcome, JoinError::try_into_panic)
+}
+
+/// What a call returns: the future's output, or its panic raised again in
+/// the caller with the original payload.
+fn output<T, E: fmt::Display>(
+    outcome: Result<T, E>,
+    panic_of: fn(E) -> Result<Box<dyn Any + Send + 'static>, E>,
+) -> T {
     match outcome {
         Ok(v) => v,
-        Err(e) => match e.try_into_panic() {
+        Err(e) => match panic_of(e) {
             Ok(payload) => panic::resume_unwind(payload),
             // Only an abort cancels a tokio task of a runtime that never
             // shuts down, and only our guard holds its abort handle.
             Err(e) => panic!("yieldloop: the tokio runtime dropped the future: {e}"),
         },
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future's output, or the panic that ended a poll of it: a panic is
+    /// caught where it happens, on the tokio worker, so that it reaches
+    /// the caller through the hand-off.
+    struct CatchUnwind<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = thread::Result<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = self.project().future;
+        match panic::catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => Poll::Ready(Err(payload)),
+        }
     }
 }
 

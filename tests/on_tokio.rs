@@ -117,6 +117,36 @@ fn a_panic_comes_out_in_the_calling_task() {
     assert_eq!(on_tokio(async { 1 + 1 }), 2);
 }
 
+/// Called from a destructor while the task unwinds from a panic, where the
+/// task cannot pause: the call still runs the future and returns its
+/// output (blocking the thread meanwhile), and the task's own panic is
+/// what its join reports.
+#[test]
+fn from_a_destructor_while_the_task_unwinds() {
+    struct CallsOnDrop(Arc<AtomicUsize>);
+    impl Drop for CallsOnDrop {
+        fn drop(&mut self) {
+            let n = on_tokio(async {
+                tokio::task::yield_now().await;
+                6 * 7
+            });
+            self.0.store(n, Ordering::SeqCst);
+        }
+    }
+    let got = Arc::new(AtomicUsize::new(0));
+    let g = got.clone();
+    let err = yieldloop::run(move || {
+        yieldloop::spawn(move || {
+            let _on_drop = CallsOnDrop(g);
+            panic!("the task's own panic");
+        })
+        .join()
+        .unwrap_err()
+    });
+    assert_eq!(err.panic_message(), Some("the task's own panic"));
+    assert_eq!(got.load(Ordering::SeqCst), 42);
+}
+
 /// Cancelling the calling task aborts the tokio task: its future is
 /// dropped (its drop guard runs) and never finishes.
 #[test]
