@@ -14,6 +14,12 @@
 //!   blocks in tokio's own `block_on`.
 //! - `spawn_blocking_ready`: for scale, the blocking pool's round trip of
 //!   a closure that returns at once, from a task.
+//! - `tokio_hop_ready`: the yardstick, tokio's own hop without yieldloop: a
+//!   task of a `current_thread` runtime spawns the same ready future on a
+//!   second runtime, multi-thread with one worker (as `on_tokio`'s), and
+//!   awaits its join handle. With both threads idle between calls, each
+//!   call wakes both, as `on_tokio` does; on a virtual machine that is
+//!   most of the time.
 
 // `criterion_group!` defines a public function without docs.
 #![allow(missing_docs)]
@@ -68,10 +74,36 @@ fn spawn_blocking_ready(c: &mut Criterion) {
     });
 }
 
+fn tokio_hop_ready(c: &mut Criterion) {
+    let side = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("the second runtime");
+    let caller = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("the caller's runtime");
+    let h = side.handle().clone();
+    c.bench_function("tokio_hop_ready", |b| {
+        b.iter_custom(|iters| {
+            caller.block_on(async {
+                let start = Instant::now();
+                for i in 0..iters {
+                    let v = h.spawn(async move { i }).await.unwrap();
+                    assert_eq!(v, i);
+                }
+                start.elapsed()
+            })
+        })
+    });
+}
+
 criterion_group!(
     benches,
     on_tokio_ready_from_task,
     on_tokio_ready_from_thread,
-    spawn_blocking_ready
+    spawn_blocking_ready,
+    tokio_hop_ready
 );
 criterion_main!(benches);
