@@ -95,11 +95,11 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 ///
 /// # Panics
 ///
-/// A panic in the future is caught by tokio and raised again in the calling
-/// task with the original payload ([`std::panic::resume_unwind`]), so its
-/// message reads as if the future had run in place (the panic hook prints
-/// it once, naming the tokio worker thread it happened on). A panic in one
-/// call does not harm the runtime or other calls.
+/// A panic in the future is caught on the tokio worker and raised again in
+/// the caller with the original payload ([`std::panic::resume_unwind`]),
+/// so its message reads as if the future had run in place (the panic hook
+/// prints it once, naming the tokio worker thread it happened on). A panic
+/// in one call does not harm the runtime or other calls.
 ///
 /// It also panics if the runtime cannot be built on the first call (no
 /// thread could be started), and, with tokio's own message, if called
