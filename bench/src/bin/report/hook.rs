@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 
 use crate::data::{cell, num, stat, thousands, Rec, Stat};
-use crate::db::{row, Bound};
 use crate::service::service_cell;
+use crate::targets::{row, Bound};
 
 /// The calls hook_cost times, with their descriptions.
 const CALLS: [(&str, &str); 2] = [

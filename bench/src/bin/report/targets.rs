@@ -166,36 +166,114 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
         "| target | yieldloop | yardstick | its figure | ratio | allowed | met |\n|---|---:|---|---:|---:|---:|---|"
     );
     for t in &targets {
-        let (ours, theirs) = match (t.ours, t.theirs) {
-            (Some(a), Some(b)) if b > 0.0 => (a, b),
-            _ => {
-                let _ = writeln!(
-                    w,
-                    "| {} | | {} | | | ≤ {:.2} | not measured |",
-                    t.what, t.yardstick, t.max_ratio
-                );
-                continue;
-            }
+        let bound = match (t.paired, t.theirs) {
+            (Some(ratio), Some(theirs)) if theirs > 0.0 => Bound::Paired {
+                name: t.yardstick,
+                theirs,
+                ratio,
+                max: t.max_ratio,
+            },
+            _ => Bound::Ratio(t.yardstick, t.theirs, t.max_ratio),
         };
-        let ratio = t.paired.unwrap_or(ours / theirs);
-        let met = if ratio <= t.max_ratio { "yes" } else { "no" };
-        let shown = match t.paired {
-            Some(r) => format!("{r:.3} (median of pairs)"),
-            None => format!("{ratio:.2}"),
-        };
-        let _ = writeln!(
-            w,
-            "| {} | {} {} | {} | {} {} | {shown} | ≤ {:.2} | {met} |",
-            t.what,
-            num(ours),
-            t.unit,
-            t.yardstick,
-            num(theirs),
-            t.unit,
-            t.max_ratio
-        );
+        row(w, t.what, t.ours, t.unit, bound);
     }
     crate::db::target_rows(w, &recs.db);
     crate::hook::target_rows(w, &recs.hook, &recs.service, clk_tck);
     let _ = writeln!(w);
+}
+
+/// One row of the Targets table (same columns: target, yieldloop's figure,
+/// yardstick, its figure, ratio, allowed, met).
+pub fn row(w: &mut String, what: &str, ours: Option<f64>, unit: &str, bound: Bound) {
+    let Some(ours) = ours else {
+        let (yard, allowed) = match bound {
+            Bound::Ratio(name, _, r) | Bound::Paired { name, max: r, .. } => {
+                (name.to_string(), format!("≤ {r:.2}"))
+            }
+            Bound::Limit(l) | Bound::LimitBeside { limit: l, .. } => {
+                ("fixed limit".into(), format!("≤ {} {unit}", num(l)))
+            }
+        };
+        let _ = writeln!(w, "| {what} | | {yard} | | | {allowed} | not measured |");
+        return;
+    };
+    match bound {
+        Bound::Paired {
+            name,
+            theirs,
+            ratio,
+            max,
+        } => {
+            let met = if ratio <= max { "yes" } else { "no" };
+            let _ = writeln!(
+                w,
+                "| {what} | {} {unit} | {name} | {} {unit} | {ratio:.3} (median of pairs) | ≤ {max:.2} | {met} |",
+                num(ours),
+                num(theirs)
+            );
+        }
+        Bound::Ratio(name, Some(theirs), max) if theirs > 0.0 => {
+            let ratio = ours / theirs;
+            let met = if ratio <= max { "yes" } else { "no" };
+            let _ = writeln!(
+                w,
+                "| {what} | {} {unit} | {name} | {} {unit} | {ratio:.2} | ≤ {max:.2} | {met} |",
+                num(ours),
+                num(theirs)
+            );
+        }
+        Bound::Ratio(name, _, max) => {
+            let _ = writeln!(w, "| {what} | | {name} | | | ≤ {max:.2} | not measured |");
+        }
+        Bound::LimitBeside {
+            limit,
+            name,
+            theirs,
+        } => {
+            let met = if ours <= limit { "yes" } else { "no" };
+            let (t, r) = match theirs {
+                Some(t) if t > 0.0 => (format!("{} {unit}", num(t)), format!("{:.2}", ours / t)),
+                Some(t) => (format!("{} {unit}", num(t)), String::new()),
+                None => (String::new(), String::new()),
+            };
+            let _ = writeln!(
+                w,
+                "| {what} | {} {unit} | {name} | {t} | {r} | ≤ {} {unit} | {met} |",
+                num(ours),
+                num(limit)
+            );
+        }
+        Bound::Limit(l) => {
+            let met = if ours <= l { "yes" } else { "no" };
+            let _ = writeln!(
+                w,
+                "| {what} | {} {unit} | fixed limit | | | ≤ {} {unit} | {met} |",
+                num(ours),
+                num(l)
+            );
+        }
+    }
+}
+
+/// What a target's figure is held to.
+pub enum Bound {
+    /// At most the yardstick's figure (named, if measured) times a ratio.
+    Ratio(&'static str, Option<f64>, f64),
+    /// At most a fixed amount.
+    Limit(f64),
+    /// At most a fixed amount, with a yardstick's figure shown beside it
+    /// (when measured) for scale, not held to.
+    LimitBeside {
+        limit: f64,
+        name: &'static str,
+        theirs: Option<f64>,
+    },
+    /// Measured in pairs against a yardstick: its figure, and the median
+    /// of the pairs' ratios, which is held to `max`.
+    Paired {
+        name: &'static str,
+        theirs: f64,
+        ratio: f64,
+        max: f64,
+    },
 }
