@@ -70,7 +70,8 @@
 #                   db stage's on_tokio route (and of tokio_hop's second
 #                   runtime); empty: its default, one
 #   SERVICE_REPS [7]  runs per service cell (the example service's Redis endpoint:
-#                   yieldloop multiplexed, tokio, yieldloop with a pool), HTTP_SECS measured seconds each, with
+#                   yieldloop multiplexed, tokio, yieldloop with a pool, yieldloop
+#                   on the redis crate's sync client under hook), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
 #                   (apt-get install redis-server), else the stage is skipped
 #   HOOK_REPS [3]   runs per cell of the hook stage (each build or mode in turn)
@@ -390,12 +391,14 @@ fi
     echo "fanout_values=$FANOUT_VALUES"
     echo "fanout_receivers=$FANOUT_RECEIVERS"
     echo "fanout_tasks=$FANOUT_TASKS"
+    echo "fanout_timeout=$FANOUT_TIMEOUT"
     echo "diag_reps=$DIAG_REPS"
     echo "diag_ns=$DIAG_NS"
     echo "diag_base=$DIAG_BASE"
     echo "diag_base_build=$BASE_BUILD"
     echo "diag_ab_reps=$DIAG_AB_REPS"
     echo "diag_echo_reps=$DIAG_ECHO_REPS"
+    echo "diag_timeout=$DIAG_TIMEOUT"
     echo "http_reps=$HTTP_REPS"
     echo "http_secs=$HTTP_SECS"
     echo "http_warmup=$HTTP_WARMUP"
@@ -425,6 +428,7 @@ fi
     echo "build_s=$BUILD_S"
     echo "go=$GO_VERSION"
     echo "sleepers_ns=$SLEEPERS_NS"
+    echo "cell_timeout=$CELL_TIMEOUT"
     echo "warmup=$WARMUP"
     echo "pretouch=$PRETOUCH"
     echo "firsttouch_max_mb=$FIRSTTOUCH_MAX_MB"

@@ -15,57 +15,17 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
          release mode and runs:\n"
     );
     let _ = writeln!(w, "```sh\n{}```\n", commands);
-    // The knobs whose values meta.txt keeps, in the order of run.sh's header.
-    let knobs = [
-        ("REPS", "reps"),
-        ("REPS_100K", "reps_100k"),
-        ("REPS_1M", "reps_1m"),
-        ("REPS_1M_ASYNCIO", "reps_1m_asyncio"),
-        ("WARMUP", "warmup"),
-        ("PRETOUCH", "pretouch"),
-        ("FIRSTTOUCH_MAX_MB", "firsttouch_max_mb"),
-        ("FIRSTTOUCH_SETTLE", "firsttouch_settle"),
-        ("ECHO_REPS", "echo_reps"),
-        ("ECHO_SECS", "echo_secs"),
-        ("ECHO_WARMUP", "echo_warmup"),
-        ("HANDOVER_REPS", "handover_reps"),
-        ("HANDOVER_TIMEOUT", "handover_timeout"),
-        ("LATENESS_REPS", "lateness_reps"),
-        ("LATENESS_TASKS", "lateness_tasks"),
-        ("LATENESS_MAX_MS", "lateness_max_ms"),
-        ("LATENESS_TIMEOUT", "lateness_timeout"),
-        ("HTTP_REPS", "http_reps"),
-        ("HTTP_SECS", "http_secs"),
-        ("HTTP_WARMUP", "http_warmup"),
-        ("SERVICE_REPS", "service_reps"),
-        ("SCALE_REPS", "scale_reps"),
-        ("SCALE_SECS", "scale_secs"),
-        ("DB_REPS", "db_reps"),
-        ("DB_N", "db_n"),
-        ("DB_WARMUP", "db_warmup"),
-        ("DB_TASKS", "db_tasks"),
-        ("DB_WAIT_MS", "db_wait_ms"),
-        ("DB_TIMEOUT", "db_timeout"),
-        ("DB_TOKIO_WORKERS", "db_tokio_workers"),
-        ("HOOK_REPS", "hook_reps"),
-        ("HOOK_ITERS", "hook_iters"),
-        ("HOOK_BATCHES", "hook_batches"),
-        ("HOOK_N", "hook_n"),
-        ("HOOK_ROUNDS", "hook_rounds"),
-        ("HOOK_TIMEOUT", "hook_timeout"),
-        ("STAGES", "stages"),
-        ("RUNTIMES", "runtimes"),
-    ];
-    let used: Vec<String> = knobs
+    let used: Vec<String> = KNOBS
         .iter()
         .filter_map(|(knob, key)| {
-            let v = meta.get(*key)?;
+            let key = (*key)?;
+            let v = meta.get(key)?;
             let v = if v.contains(' ') {
                 format!("\"{v}\"")
             } else {
                 v.clone()
             };
-            Some(match *key {
+            Some(match key {
                 "http_warmup" => format!("{knob}={v} (load generator: {})", m("http_load")),
                 _ => format!("{knob}={v}"),
             })
@@ -76,16 +36,129 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
         "Raw results are written to `bench/results/` (not committed); this page and \
          `docs/src/img/sleepers.svg` are rendered from them by \
          `bench/target/release/report --results bench/results --md docs/benchmarks.md --svg docs/src/img/sleepers.svg`. \
-         Knobs (environment variables, described at the top of `bench/run.sh`): `REPS`, \
-         `REPS_100K`, `REPS_1M`, `REPS_1M_ASYNCIO`, `WARMUP`, `PRETOUCH`, `FIRSTTOUCH_MAX_MB`, \
-         `FIRSTTOUCH_SETTLE`, `ECHO_REPS`, `ECHO_SECS`, `ECHO_WARMUP`, `CELL_TIMEOUT`, \
-         `SLEEPERS_NS`, `HANDOVER_REPS`, `HANDOVER_TIMEOUT`, `LATENESS_REPS`, \
-         `LATENESS_TASKS`, `LATENESS_MAX_MS`, `LATENESS_TIMEOUT`, `HTTP_REPS`, `HTTP_SECS`, \
-         `HTTP_WARMUP`, `HTTP_LOADGEN`, `SERVICE_REPS`, `SCALE_REPS`, `SCALE_SECS`, `DB_REPS`, \
-         `DB_N`, `DB_WARMUP`, `DB_TASKS`, `DB_WAIT_MS`, `DB_TIMEOUT`, `DB_TOKIO_WORKERS`, \
-         `HOOK_REPS`, `HOOK_ITERS`, `HOOK_BATCHES`, `HOOK_N`, `HOOK_ROUNDS`, `HOOK_TIMEOUT`, \
-         `STAGES`, `RUNTIMES`, \
-         `OUT_MD`, `OUT_SVG`; this run used {}.",
+         Knobs (environment variables, described at the top of `bench/run.sh`): {}; \
+         this run used {}.",
+        KNOBS
+            .iter()
+            .map(|(knob, _)| format!("`{knob}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
         used.join(", "),
     );
+}
+
+/// Every knob of `bench/run.sh`, in the order of its header, with the key
+/// under which `meta.txt` keeps its value (none: not kept there).
+const KNOBS: &[(&str, Option<&str>)] = &[
+    ("REPS", Some("reps")),
+    ("REPS_100K", Some("reps_100k")),
+    ("REPS_1M", Some("reps_1m")),
+    ("REPS_1M_ASYNCIO", Some("reps_1m_asyncio")),
+    ("ECHO_REPS", Some("echo_reps")),
+    ("ECHO_SECS", Some("echo_secs")),
+    ("ECHO_WARMUP", Some("echo_warmup")),
+    ("CELL_TIMEOUT", Some("cell_timeout")),
+    ("SLEEPERS_NS", Some("sleepers_ns")),
+    ("WARMUP", Some("warmup")),
+    ("PRETOUCH", Some("pretouch")),
+    ("FIRSTTOUCH_MAX_MB", Some("firsttouch_max_mb")),
+    ("FIRSTTOUCH_SETTLE", Some("firsttouch_settle")),
+    ("HANDOVER_REPS", Some("handover_reps")),
+    ("FANOUT_REPS", Some("fanout_reps")),
+    ("FANOUT_VALUES", Some("fanout_values")),
+    ("FANOUT_RECEIVERS", Some("fanout_receivers")),
+    ("FANOUT_TASKS", Some("fanout_tasks")),
+    ("FANOUT_TIMEOUT", Some("fanout_timeout")),
+    ("HANDOVER_TIMEOUT", Some("handover_timeout")),
+    ("LATENESS_REPS", Some("lateness_reps")),
+    ("LATENESS_TASKS", Some("lateness_tasks")),
+    ("LATENESS_MAX_MS", Some("lateness_max_ms")),
+    ("LATENESS_TIMEOUT", Some("lateness_timeout")),
+    ("HTTP_REPS", Some("http_reps")),
+    ("HTTP_SECS", Some("http_secs")),
+    ("HTTP_WARMUP", Some("http_warmup")),
+    // Its value shows as the load generator, beside HTTP_WARMUP's.
+    ("HTTP_LOADGEN", None),
+    ("SCALE_REPS", Some("scale_reps")),
+    ("SCALE_SECS", Some("scale_secs")),
+    ("DB_REPS", Some("db_reps")),
+    ("DB_RT_REPS", Some("db_rt_reps")),
+    ("DB_N", Some("db_n")),
+    ("DB_WARMUP", Some("db_warmup")),
+    ("DB_TASKS", Some("db_tasks")),
+    ("DB_WAIT_MS", Some("db_wait_ms")),
+    ("DB_TIMEOUT", Some("db_timeout")),
+    ("DB_PAIRS", Some("db_pairs")),
+    ("DB_BATCH", Some("db_batch")),
+    ("DB_TOKIO_WORKERS", Some("db_tokio_workers")),
+    ("SERVICE_REPS", Some("service_reps")),
+    ("HOOK_REPS", Some("hook_reps")),
+    ("HOOK_ITERS", Some("hook_iters")),
+    ("HOOK_BATCHES", Some("hook_batches")),
+    ("HOOK_N", Some("hook_n")),
+    ("HOOK_ROUNDS", Some("hook_rounds")),
+    ("HOOK_TIMEOUT", Some("hook_timeout")),
+    ("DIAG_REPS", Some("diag_reps")),
+    ("DIAG_NS", Some("diag_ns")),
+    ("DIAG_BASE", Some("diag_base")),
+    ("DIAG_AB_REPS", Some("diag_ab_reps")),
+    ("DIAG_ECHO_REPS", Some("diag_echo_reps")),
+    ("DIAG_TIMEOUT", Some("diag_timeout")),
+    ("STAGES", Some("stages")),
+    ("RUNTIMES", Some("runtimes")),
+    // Where the report goes: the page itself.
+    ("OUT_MD", None),
+    ("OUT_SVG", None),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::KNOBS;
+
+    fn script() -> String {
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/run.sh"))
+            .expect("bench/run.sh")
+    }
+
+    /// The knobs that the comment at the top of run.sh describes, in its
+    /// order: each name in capitals followed by its default in brackets.
+    fn header_knobs() -> Vec<String> {
+        let script = script();
+        let header: Vec<&str> = script
+            .lines()
+            .take_while(|l| l.starts_with('#') || l.is_empty())
+            .flat_map(str::split_whitespace)
+            .collect();
+        header
+            .windows(2)
+            .filter(|w| {
+                w[1].starts_with('[')
+                    && w[0].len() > 1
+                    && w[0].starts_with(|c: char| c.is_ascii_uppercase())
+                    && w[0]
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            })
+            .map(|w| w[0].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn every_knob_of_run_sh_is_listed_in_its_order() {
+        let listed: Vec<&str> = KNOBS.iter().map(|(k, _)| *k).collect();
+        assert_eq!(header_knobs(), listed);
+    }
+
+    #[test]
+    fn every_kept_knob_is_written_to_meta() {
+        let script = script();
+        for &(knob, key) in KNOBS {
+            if let Some(key) = key {
+                assert!(
+                    script.contains(&format!("echo \"{key}=")),
+                    "{knob}: run.sh does not write {key}= to meta.txt"
+                );
+            }
+        }
+    }
 }
