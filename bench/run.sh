@@ -55,7 +55,7 @@
 #   SCALE_SECS [4]  measured seconds per scaling run (the client is killed and the
 #                   run marked failed after SCALE_SECS + 30 s)
 #   DB_REPS [5]     runs per ticker cell of the db stage
-#   DB_RT_REPS [9]  runs per round-trip cell of the db stage (each takes about a
+#   DB_RT_REPS [15] runs per round-trip cell of the db stage (each takes about a
 #                   second; where the kernel puts the client relative to the server
 #                   moves a run's figures, so the medians need more runs)
 #   DB_N [10000]    measured queries per round-trip run (after DB_WARMUP [1000])
@@ -69,7 +69,7 @@
 #   DB_TOKIO_WORKERS [""]  worker threads of on_tokio's shared runtime in the
 #                   db stage's on_tokio route (and of tokio_hop's second
 #                   runtime); empty: its default, one
-#   SERVICE_REPS [7]  runs per service cell (the example service's Redis endpoint:
+#   SERVICE_REPS [11] runs per service cell (the example service's Redis endpoint:
 #                   yieldloop multiplexed, tokio, yieldloop with a pool, yieldloop
 #                   on the redis crate's sync client under hook), HTTP_SECS measured seconds each, with
 #                   the HTTP stage's load generator; needs redis-server
@@ -138,7 +138,7 @@ HTTP_LOADGEN=${HTTP_LOADGEN:-auto}
 SCALE_REPS=${SCALE_REPS:-5}
 SCALE_SECS=${SCALE_SECS:-4}
 DB_REPS=${DB_REPS:-5}
-DB_RT_REPS=${DB_RT_REPS:-9}
+DB_RT_REPS=${DB_RT_REPS:-15}
 DB_N=${DB_N:-10000}
 DB_WARMUP=${DB_WARMUP:-1000}
 DB_TASKS=${DB_TASKS:-50}
@@ -147,7 +147,7 @@ DB_TIMEOUT=${DB_TIMEOUT:-120}
 DB_TOKIO_WORKERS=${DB_TOKIO_WORKERS:-}
 DB_PAIRS=${DB_PAIRS:-120}
 DB_BATCH=${DB_BATCH:-300}
-SERVICE_REPS=${SERVICE_REPS:-7}
+SERVICE_REPS=${SERVICE_REPS:-11}
 HOOK_REPS=${HOOK_REPS:-3}
 HOOK_ITERS=${HOOK_ITERS:-100000}
 HOOK_BATCHES=${HOOK_BATCHES:-31}
