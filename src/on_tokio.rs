@@ -354,7 +354,7 @@ fn lock_building() -> MutexGuard<'static, ()> {
 /// workers a call costs more: the future and the client's own connection
 /// task (a Redis multiplexer, a PostgreSQL connection) may run on
 /// different workers, and tokio wakes idle workers to steal work. Measured
-/// around a Redis `GET` or a PostgreSQL `SELECT 1`: 11 to 17 µs of CPU per
+/// around a Redis `GET` or a PostgreSQL `SELECT 1`: 10 to 17 µs of CPU per
 /// call with one worker, 19 to 26 µs with one per CPU on two CPUs, from
 /// one run to another (the `db` stage of the benchmarks).
 const DEFAULT_WORKERS: usize = 1;
