@@ -424,7 +424,7 @@ pub fn target_rows(w: &mut String, recs: &[Rec]) {
             &format!("{title}: the `on_tokio` hop, CPU per query (on_tokio − tokio)"),
             hop(recs, db, "on_tokio", "cpu_us"),
             "µs",
-            Bound::LimitBeside {
+            Bound::Limit {
                 limit: HOP_LIMIT_US,
                 name: "tokio's own hop (tokio_hop − tokio)",
                 theirs: hop(recs, db, HOP_YARDSTICK.0, "cpu_us"),
@@ -450,7 +450,7 @@ pub fn target_rows(w: &mut String, recs: &[Rec]) {
             &what,
             worst.map(|(_, g)| g),
             "ms",
-            Bound::Limit(GAP_LIMIT_MS),
+            Bound::fixed(GAP_LIMIT_MS),
         );
     }
 }

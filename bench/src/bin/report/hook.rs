@@ -238,7 +238,7 @@ pub fn target_rows(w: &mut String, recs: &[Rec], service: &[Rec], clk_tck: f64) 
             &format!("`hook`: added cost outside any task, {what}{control}"),
             added(recs, call),
             "ns",
-            Bound::Limit(ADDED_LIMIT_NS),
+            Bound::fixed(ADDED_LIMIT_NS),
         );
     }
     let n = thousands(

@@ -190,9 +190,7 @@ pub fn row(w: &mut String, what: &str, ours: Option<f64>, unit: &str, bound: Bou
             Bound::Ratio(name, _, r) | Bound::Paired { name, max: r, .. } => {
                 (name.to_string(), format!("≤ {r:.2}"))
             }
-            Bound::Limit(l) | Bound::LimitBeside { limit: l, .. } => {
-                ("fixed limit".into(), format!("≤ {} {unit}", num(l)))
-            }
+            Bound::Limit { limit: l, .. } => ("fixed limit".into(), format!("≤ {} {unit}", num(l))),
         };
         let _ = writeln!(w, "| {what} | | {yard} | | | {allowed} | not measured |");
         return;
@@ -225,31 +223,26 @@ pub fn row(w: &mut String, what: &str, ours: Option<f64>, unit: &str, bound: Bou
         Bound::Ratio(name, _, max) => {
             let _ = writeln!(w, "| {what} | | {name} | | | ≤ {max:.2} | not measured |");
         }
-        Bound::LimitBeside {
+        Bound::Limit {
             limit,
             name,
             theirs,
         } => {
             let met = if ours <= limit { "yes" } else { "no" };
+            // Each cell with its own padding, so that an empty one is
+            // `| |` as in the other rows.
             let (t, r) = match theirs {
-                Some(t) if t > 0.0 => (format!("{} {unit}", num(t)), format!("{:.2}", ours / t)),
-                Some(t) => (format!("{} {unit}", num(t)), String::new()),
-                None => (String::new(), String::new()),
+                Some(t) if t > 0.0 => {
+                    (format!(" {} {unit} ", num(t)), format!(" {:.2} ", ours / t))
+                }
+                Some(t) => (format!(" {} {unit} ", num(t)), " ".into()),
+                None => (" ".into(), " ".into()),
             };
             let _ = writeln!(
                 w,
-                "| {what} | {} {unit} | {name} | {t} | {r} | ≤ {} {unit} | {met} |",
+                "| {what} | {} {unit} | {name} |{t}|{r}| ≤ {} {unit} | {met} |",
                 num(ours),
                 num(limit)
-            );
-        }
-        Bound::Limit(l) => {
-            let met = if ours <= l { "yes" } else { "no" };
-            let _ = writeln!(
-                w,
-                "| {what} | {} {unit} | fixed limit | | | ≤ {} {unit} | {met} |",
-                num(ours),
-                num(l)
             );
         }
     }
@@ -259,11 +252,10 @@ pub fn row(w: &mut String, what: &str, ours: Option<f64>, unit: &str, bound: Bou
 pub enum Bound {
     /// At most the yardstick's figure (named, if measured) times a ratio.
     Ratio(&'static str, Option<f64>, f64),
-    /// At most a fixed amount.
-    Limit(f64),
-    /// At most a fixed amount, with a yardstick's figure shown beside it
-    /// (when measured) for scale, not held to.
-    LimitBeside {
+    /// At most a fixed amount, with a yardstick named beside it and its
+    /// figure (when measured) for scale, not held to; see
+    /// [`fixed`](Bound::fixed) for a limit with nothing beside it.
+    Limit {
         limit: f64,
         name: &'static str,
         theirs: Option<f64>,
@@ -276,4 +268,15 @@ pub enum Bound {
         ratio: f64,
         max: f64,
     },
+}
+
+impl Bound {
+    /// At most `limit`, with no yardstick beside it.
+    pub fn fixed(limit: f64) -> Bound {
+        Bound::Limit {
+            limit,
+            name: "fixed limit",
+            theirs: None,
+        }
+    }
 }
