@@ -169,6 +169,13 @@ pub(crate) fn drive<F: Future>(future: F, mut pause: Option<&mut impl Pause>) ->
     let waker = Waker::from(signal.clone());
     let mut cx = Context::from_waker(&waker);
     loop {
+        if pause.is_some() {
+            // Each poll is an operation of the task's budget: a future
+            // that is always ready, or that answered `Pending` because
+            // the budget was spent (and woke itself), is polled again only
+            // after the other tasks have had their turn.
+            crate::coop::proceed();
+        }
         if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
             return v;
         }

@@ -54,6 +54,7 @@ pub use crate::slow_task::{set_slow_task_threshold, slow_task_threshold};
 #[cfg(feature = "bench-hooks")]
 pub use crate::stack::bench_pool_cycle;
 pub use crate::stack::{guards_use_madvise, pool_stats, PoolStats};
+pub use crate::task::DEFAULT_BUDGET;
 pub use crate::trace::{trace_off, trace_to_file, trace_to_stderr};
 
 use crate::handoff::Handoff;

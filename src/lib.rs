@@ -45,6 +45,9 @@
 //!      [`timeout_at`], the scopes each pause is narrowed to;
 //!      [`task_local!`] and [`LocalKey`], one value per task.
 //!    - `suspend`: [`raw::suspend`], the one way a task pauses.
+//!    - `coop`: the cooperative budget: an operation that may pause but
+//!      goes ahead at once spends a unit of it, and once it is spent the
+//!      task lets the others run first ([`raw::consume_budget`]).
 //!    - `time`, `park`, `spawn`, [`io`]: [`sleep`], [`yield_now`];
 //!      [`raw::park`]; [`spawn()`], [`JoinHandle`], [`Builder`], [`run`];
 //!      [`PausingIo`](io::PausingIo), the one way a task (or a future it
@@ -182,6 +185,7 @@ mod task;
 // Layer 4: the blocking-style surface.
 mod blocking;
 mod bridge;
+mod coop;
 mod gather;
 mod handoff;
 #[cfg(feature = "hook")]

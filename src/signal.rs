@@ -256,6 +256,7 @@ impl Signals {
     /// .unwrap();
     /// ```
     pub fn recv(&mut self) -> io::Result<i32> {
+        crate::coop::proceed();
         loop {
             if let Some(sig) = self.try_recv() {
                 return Ok(sig);

@@ -146,8 +146,11 @@ pub(crate) fn warn(serial: u64, name: Option<&str>, held: Duration, limit: Durat
     let who = TaskLabel { serial, name };
     eprintln!(
         "yieldloop: {who} ran for at least {:.1} ms without pausing (threshold {} ms); \
-         every other task on this thread waited. Call yieldloop::yield_now() in \
-         long loops, or move blocking work off the thread.",
+         every other task on this thread waited. The cooperative budget only stops a \
+         task at a call that could pause (a read, a receive, a lock): a loop of pure \
+         computation needs yieldloop::yield_now() every so often, work that blocks or \
+         computes for long belongs on yieldloop::spawn_blocking, and a task that must \
+         not share its thread on a worker of its own (Runtime::spawn_on).",
         held.as_secs_f64() * 1e3,
         limit.as_millis()
     );
@@ -322,8 +325,10 @@ fn warn_stuck(serial: u64, held: Duration) {
     }
     eprintln!(
         "yieldloop: {} has been running for {:.1} s without pausing and still \
-         is; every other task on its thread is stalled. A loop that never pauses \
-         needs yieldloop::yield_now(), and blocking work belongs off the thread.",
+         is; every other task on its thread is stalled. The cooperative budget cannot \
+         stop a loop that makes no call that could pause: call yieldloop::yield_now() \
+         in it, move the work to yieldloop::spawn_blocking, or give it a worker of \
+         its own (Runtime::spawn_on).",
         TaskLabel { serial, name: None },
         held.as_secs_f64()
     );

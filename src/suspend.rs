@@ -67,6 +67,14 @@ pub(crate) fn suspend_io(op: Op) -> io::Result<()> {
     .into_io()
 }
 
+/// [`suspend`] where being outside a task is no fault: there it answers
+/// [`Resume::Ready`] without pausing (a budget's yield, which only a task
+/// has to make).
+#[inline]
+pub(crate) fn suspend_if_task(op: Op) -> Resume {
+    suspend_or(op, |_| Resume::Ready)
+}
+
 /// Pauses as [`suspend`] does; outside a task, answers `outside(op)`.
 #[inline(always)]
 fn suspend_or(op: Op, outside: impl FnOnce(Op) -> Resume) -> Resume {

@@ -146,7 +146,52 @@ pub(crate) struct TaskContext {
     locals: LocalsSlot,
     /// What the `hook` feature keeps about the task; see [`ForeignState`].
     foreign: ForeignState,
+    /// The task's cooperative budget; see [`Budget`].
+    budget: Budget,
 }
+
+/// How many operations that could pause a task may complete at once, in
+/// one turn of the task, before the next such operation first gives the
+/// thread back: the cooperative budget every task starts each turn with,
+/// unless [`Builder::budget`](crate::Builder::budget) or
+/// [`RuntimeBuilder::budget`](crate::RuntimeBuilder::budget) says
+/// otherwise.
+///
+/// An operation counts when it is one that waits for something (a socket
+/// read or write, an accept, a channel's send or receive, a lock, a join,
+/// a poll of an async reader, an intercepted call under feature `hook`)
+/// and it completes without waiting. A pause of any kind starts a new turn
+/// with a whole budget, so a task that waits now and then never meets it.
+///
+/// 128, as tokio's: with it, a task that always finds its input ready
+/// still gives its thread back every few hundred microseconds of socket
+/// reads, while the hand-over, echo and HTTP paths, which pause every
+/// operation or two, never reach it (see the book's chapter on fairness
+/// for how it was chosen and what it costs).
+pub const DEFAULT_BUDGET: u32 = 128;
+
+/// A task's cooperative budget: how many operations that could have
+/// paused it may still complete at once before the next one first gives
+/// the thread back (see the `coop` module). Kept beside the rest of the
+/// context, on the cache lines a resume touches anyway; two words, for
+/// the header to stay within its four lines.
+#[derive(Debug)]
+struct Budget {
+    /// Units left in this turn.
+    ///
+    /// # Invariant
+    ///
+    /// Set back to `full` by every pause ([`TaskContext::pause`]), so a
+    /// turn starts with a whole budget whatever ended the last one.
+    left: Cell<u32>,
+    /// The budget a turn starts with (at least 1), or [`UNCONSTRAINED`]
+    /// inside an [`unconstrained`](crate::raw::unconstrained) region.
+    full: Cell<u32>,
+}
+
+/// [`Budget::full`] inside an unconstrained region: a spent budget is
+/// refilled there instead of yielding.
+const UNCONSTRAINED: u32 = u32::MAX;
 
 /// The state of a task's intercepted C calls (feature `hook`), kept in its
 /// context so that the scheduler can read it when it tears the task down.
@@ -258,31 +303,53 @@ pub(crate) struct TaskHeader {
 /// the task: the header's page is the task's stack, which the task has
 /// touched anyway, where every byte of the record is a megabyte with a
 /// million tasks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Joiners {
-    first: Option<WaitToken>,
+    /// The first joiner, or [`NO_JOINER`]: a token of 0, which no wait
+    /// has, stands for none (an `Option` would cost the header a word,
+    /// and with it a cache line).
+    first: WaitToken,
     /// The joiners after the first (empty, so unallocated, nearly always).
     rest: Vec<WaitToken>,
+}
+
+/// [`Joiners::first`] when there is none.
+const NO_JOINER: WaitToken = WaitToken { key: 0, token: 0 };
+
+impl Default for Joiners {
+    fn default() -> Joiners {
+        Joiners {
+            first: NO_JOINER,
+            rest: Vec::new(),
+        }
+    }
 }
 
 impl Joiners {
     /// Adds `w`, to be woken when the task ends.
     pub(crate) fn push(&mut self, w: WaitToken) {
-        if self.first.is_none() {
-            self.first = Some(w);
+        debug_assert!(w.token != 0, "a wait token is never 0");
+        if self.first == NO_JOINER {
+            self.first = w;
         } else {
             self.rest.push(w);
         }
     }
 
+    /// The first joiner, if any.
+    fn first(&self) -> Option<WaitToken> {
+        (self.first != NO_JOINER).then_some(self.first)
+    }
+
     /// The joiners, without taking them.
     pub(crate) fn iter(&self) -> impl Iterator<Item = WaitToken> + '_ {
-        self.first.iter().chain(self.rest.iter()).copied()
+        self.first().into_iter().chain(self.rest.iter().copied())
     }
 
     /// Takes them all, in the order they came.
     pub(crate) fn take(&mut self) -> impl Iterator<Item = WaitToken> {
-        let first = self.first.take();
+        let first = self.first();
+        self.first = NO_JOINER;
         let rest = std::mem::take(&mut self.rest);
         first.into_iter().chain(rest)
     }
@@ -314,6 +381,7 @@ impl OwnedHeader {
         id: TaskId,
         guard: GuardInfo,
         name: Option<Rc<str>>,
+        budget: u32,
     ) -> OwnedHeader {
         let at = at.cast::<TaskHeader>();
         const { assert!(std::mem::align_of::<TaskHeader>() <= 64) };
@@ -330,6 +398,10 @@ impl OwnedHeader {
                     paused_sp: Cell::new(0),
                     locals: LocalsSlot(Cell::new(None)),
                     foreign: ForeignState::default(),
+                    budget: Budget {
+                        left: Cell::new(budget.clamp(1, UNCONSTRAINED - 1)),
+                        full: Cell::new(budget.clamp(1, UNCONSTRAINED - 1)),
+                    },
                 },
                 joiners: Joiners::default(),
                 name,
@@ -487,11 +559,63 @@ impl TaskContext {
         // (`self` is the running task's context, handed out by
         // `with_running`, and `pause` runs on the task's stack), so it is
         // alive for the whole call.
-        match unsafe { (*yielder).suspend(op) } {
+        let answer = match unsafe { (*yielder).suspend(op) } {
             Wake::Answer(answer) => answer,
             // Resumed only to tell where it is paused.
             Wake::Capture => self.serve_captures(yielder),
+        };
+        // A pause of any kind starts a new turn, with a whole budget.
+        self.budget.left.set(self.budget.full.get());
+        answer
+    }
+
+    /// Spends one unit of the task's budget for an operation that could
+    /// have paused; true when there was none left, and the caller must
+    /// give the thread back before it goes on (the pause refills it).
+    #[inline(always)]
+    pub(crate) fn spend_budget(&self) -> bool {
+        let left = self.budget.left.get();
+        if left > 0 {
+            self.budget.left.set(left - 1);
+            false
+        } else {
+            self.budget_spent()
         }
+    }
+
+    /// True when the budget has run out (without spending any of it).
+    #[inline]
+    pub(crate) fn budget_exhausted(&self) -> bool {
+        self.budget.left.get() == 0 && self.budget.full.get() != UNCONSTRAINED
+    }
+
+    /// The budget ran out: inside an unconstrained region it is refilled
+    /// and the operation goes on; elsewhere the caller yields.
+    #[cold]
+    #[inline(never)]
+    fn budget_spent(&self) -> bool {
+        if self.budget.full.get() == UNCONSTRAINED {
+            self.budget.left.set(UNCONSTRAINED);
+            return false;
+        }
+        true
+    }
+
+    /// Lifts the budget, for an unconstrained region; returns what
+    /// [`leave_unconstrained`](Self::leave_unconstrained) puts back.
+    pub(crate) fn enter_unconstrained(&self) -> u32 {
+        self.budget.left.set(UNCONSTRAINED);
+        self.budget.full.replace(UNCONSTRAINED)
+    }
+
+    /// Ends an unconstrained region begun by the
+    /// [`enter_unconstrained`](Self::enter_unconstrained) that returned
+    /// `full`: the budget is `full` again, and what is left of this turn
+    /// no more than that.
+    pub(crate) fn leave_unconstrained(&self, full: u32) {
+        self.budget.full.set(full);
+        let left = self.budget.left.get().min(full);
+        self.budget.left.set(left);
     }
 
     /// Answers [`capture_backtrace`]: notes the return addresses of this

@@ -132,19 +132,19 @@ fn expire(timeout: TimeoutScope) -> ! {
 /// deadline of the op's wait becomes the earlier of its own and the
 /// timeout's; if the timeout's is what ends the pause, the timeout expires.
 ///
-/// Every wait but `Yield` carries a deadline, so none needs more than the
+/// Every wait but `Yield` and `Defer` carries a deadline, so none needs more than the
 /// rewrite: this module never reaches into the scheduler.
 pub(crate) fn scoped(op: Op, timeout: TimeoutScope, raw: impl Fn(Op) -> Resume) -> Resume {
     let s = timeout.deadline;
     // Does the timeout end before `own` (the op's own deadline, if any)?
     let timeout_first = |own: Option<Instant>| own.map_or(true, |d| s < d);
     let narrowed = match op {
-        Op::Yield => {
+        Op::Yield | Op::Defer => {
             // A deadline `<= now` is due.
             if crate::timer::now() >= s {
                 expire(timeout);
             }
-            return raw(Op::Yield);
+            return raw(op);
         }
         // A sleep that reaches its (narrowed) deadline is answered `Ready`,
         // not `TimedOut`.

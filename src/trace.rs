@@ -169,6 +169,7 @@ impl fmt::Display for ShowOp<'_> {
         };
         match self.0 {
             Op::Yield => f.write_str("Yield"),
+            Op::Defer => f.write_str("Defer"),
             Op::Wait(d) => write!(
                 f,
                 "Wait(in {:.6}s)",

@@ -47,6 +47,10 @@ const LAYERS: &[Layer] = &[
             // Timeout scopes, which `suspend` narrows each pause to.
             &["timeout", "task_local"],
             &["suspend"],
+            // The cooperative budget, which an operation that goes ahead
+            // without pausing spends, and pauses through `suspend` when
+            // it is spent.
+            &["coop"],
             // Pausing I/O registers with the scheduler and pauses through
             // `suspend`, like the timers and parking beside it.
             &["time", "park", "spawn", "io"],

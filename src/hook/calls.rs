@@ -51,7 +51,7 @@ pub(super) fn socket_call(
     if flags & libc::MSG_DONTWAIT != 0 {
         return op(flags);
     }
-    if pause::cancelled() {
+    if pause::cancelled() || !pause::proceed() {
         return fail(CANCELLED);
     }
     loop {
@@ -130,7 +130,7 @@ pub(super) fn recv_all(
 /// the pipe is ready, then makes the plain call (which, should another
 /// reader or writer get there first, may still block the thread).
 pub(super) fn pipe_call(fd: c_int, write: bool, op: impl FnOnce() -> ssize_t) -> ssize_t {
-    if pause::cancelled() {
+    if pause::cancelled() || !pause::proceed() {
         return fail(CANCELLED);
     }
     let mut asked_mode = false;
@@ -204,7 +204,7 @@ pub(super) unsafe fn connect(
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::connect(fd, addr, len) };
     }
-    if pause::cancelled() {
+    if pause::cancelled() || !pause::proceed() {
         return fail(CANCELLED);
     }
     // SAFETY: F_GETFL takes no argument.
@@ -274,7 +274,7 @@ pub(super) unsafe fn connect(
 /// listener makes that call block the thread until the next). The
 /// listener's `SO_RCVTIMEO` bounds the wait (`EAGAIN`).
 pub(super) fn accept(fd: c_int, op: impl FnOnce() -> c_int) -> c_int {
-    if pause::cancelled() {
+    if pause::cancelled() || !pause::proceed() {
         return fail(CANCELLED);
     }
     let mut deadline = None;
@@ -321,6 +321,10 @@ pub(super) unsafe fn poll(
     n: libc::nfds_t,
     timeout: Option<Duration>,
 ) -> c_int {
+    // A poll that may wait is an operation of the task's budget.
+    if timeout != Some(Duration::ZERO) && !pause::proceed() {
+        return fail(CANCELLED);
+    }
     // SAFETY: the caller's array, for a poll that does not wait.
     let r = unsafe { real::poll(fds, n, 0) };
     if r != 0 || timeout == Some(Duration::ZERO) {

@@ -71,6 +71,21 @@ pub(super) fn in_task() -> bool {
     task::hook_applies() && (!std::thread::panicking() || cancelled())
 }
 
+/// Spends a unit of the task's budget for an intercepted call that may
+/// pause (see `coop`); when it is spent, the other tasks run first, by
+/// a pause from inside the call. Returns false if the task was cancelled
+/// meanwhile: the call must then fail with [`CANCELLED`].
+#[inline]
+pub(super) fn proceed() -> bool {
+    task::with_running(|cx| match cx {
+        Some(cx) if cx.spend_budget() => {
+            let _ = cx.pause_foreign(Op::Defer);
+            !cx.foreign_cancelled()
+        }
+        _ => true,
+    })
+}
+
 /// How a pause from inside an intercepted call ended.
 #[derive(Debug)]
 pub(super) enum Woke {

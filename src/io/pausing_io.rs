@@ -12,6 +12,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::{outside_run, PinnedToSchedulerThread};
+use crate::coop;
 use crate::protocol::{IoId, Op, SchedulerId};
 use crate::reactor::{ReadEvents, ReadMarkSlot};
 use crate::scheduler;
@@ -577,7 +578,7 @@ impl<T> PausingIo<T> {
     /// `Unsupported` when polled outside the `run` (or worker) the
     /// descriptor was registered with, or after it returned.
     pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.reg.poll_ready(cx, false, false)
+        poll_ready_spending(&self.reg, cx, false)
     }
 
     /// Like [`poll_read_ready`](Self::poll_read_ready), for writes.
@@ -586,7 +587,7 @@ impl<T> PausingIo<T> {
     ///
     /// As for `poll_read_ready`.
     pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.reg.poll_ready(cx, true, false)
+        poll_ready_spending(&self.reg, cx, true)
     }
 
     /// For a future: calls `f` once the descriptor is worth trying for a
@@ -703,7 +704,8 @@ impl<T> PausingIo<T> {
 }
 
 /// Runs `f` until it does not report `WouldBlock`, pausing in `op(id,
-/// deadline)` in between.
+/// deadline)` in between; first spends a unit of the task's budget (see
+/// `coop`), letting the other tasks run before `f` when it is spent.
 #[inline]
 fn retry<R>(
     mut f: impl FnMut() -> io::Result<R>,
@@ -711,6 +713,7 @@ fn retry<R>(
     deadline: Option<Instant>,
     op: impl Fn(IoId, Option<Instant>) -> Op,
 ) -> io::Result<R> {
+    coop::proceed();
     loop {
         match task::own_io(&mut f) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -720,6 +723,19 @@ fn retry<R>(
             r => return r,
         }
     }
+}
+
+/// `reg`'s readiness for a future, as an operation of the task's budget:
+/// `Pending` when the budget is spent, one unit spent when `Ready`.
+fn poll_ready_spending(
+    reg: &Registration,
+    cx: &mut Context<'_>,
+    write: bool,
+) -> Poll<io::Result<()>> {
+    std::task::ready!(coop::poll_proceed(cx));
+    let ready = std::task::ready!(reg.poll_ready(cx, write, false));
+    coop::spent_one();
+    Poll::Ready(ready)
 }
 
 /// The poll-style [`retry`]: tries `f` while the reactor says it is worth
@@ -760,6 +776,9 @@ fn poll_retry_from<R>(
     mut would_block: bool,
     mut f: impl FnMut() -> io::Result<R>,
 ) -> Poll<io::Result<R>> {
+    // A spent budget answers `Pending` (and wakes the task's waker at
+    // once) before anything is tried.
+    std::task::ready!(coop::poll_proceed(cx));
     loop {
         match reg.poll_ready(cx, write, would_block) {
             Poll::Ready(Ok(())) => {}
@@ -769,7 +788,10 @@ fn poll_retry_from<R>(
         match task::own_io(&mut f) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => would_block = true,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => would_block = false,
-            r => return Poll::Ready(r),
+            r => {
+                coop::spent_one();
+                return Poll::Ready(r);
+            }
         }
     }
 }

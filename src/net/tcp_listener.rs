@@ -87,6 +87,8 @@ impl TcpListener {
     /// The system's error; for example `EMFILE` ("too many open files"),
     /// after which the listener still works once descriptors free up.
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        // A listener whose backlog never empties takes its turn too.
+        crate::coop::proceed();
         loop {
             match self.inner.get_ref().accept() {
                 Ok((s, addr)) => return Ok((TcpStream::from_std(s.into())?, addr)),

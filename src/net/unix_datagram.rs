@@ -217,6 +217,7 @@ impl UnixDatagram {
         // readiness says nothing about the receiver, and the rest of this
         // call waits on the clock alone.
         let mut poll_on_timer = false;
+        crate::coop::proceed();
         loop {
             match self.inner.get_ref().send_to(buf, path) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

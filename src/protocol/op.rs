@@ -28,6 +28,14 @@ pub enum Op {
     /// Go to the back of the run queue and let every other ready task run
     /// once. Answered with [`Resume::Ready`] on the next turn of the loop.
     Yield,
+    /// Go to the back of the run queue once the scheduler has next polled
+    /// for I/O events, so that every task those events wake runs first:
+    /// what a task whose [budget](crate::diag::DEFAULT_BUDGET) is spent
+    /// does before its next operation (see
+    /// [`consume_budget`](crate::raw::consume_budget)). Answered with
+    /// [`Resume::Ready`]. Dearer than [`Op::Yield`], which may run again
+    /// before the next poll: one poll per turn in which a task defers.
+    Defer,
     /// Sleep until the given instant. The task is parked in the deadline heap
     /// and answered with [`Resume::Ready`] once `now >= deadline`, never
     /// earlier. A deadline already past makes this the same as [`Op::Yield`].

@@ -34,7 +34,7 @@ use crate::handoff::{Handoff, RemoteJoinError};
 mod affinity;
 pub(crate) mod worker;
 
-use worker::{run_job, worker_thread, Inbox, Job, Pool, Worker, CURRENT_WORKER};
+use worker::{run_job, worker_thread, Inbox, Job, Pool, Worker, WorkerSettings, CURRENT_WORKER};
 
 /// Thread-per-core: a set of worker threads, each running its own
 /// scheduler.
@@ -335,6 +335,7 @@ pub struct RuntimeBuilder {
     name: String,
     stack_size: usize,
     paused: bool,
+    budget: u32,
 }
 
 impl Default for RuntimeBuilder {
@@ -345,6 +346,7 @@ impl Default for RuntimeBuilder {
             name: "yieldloop-worker".into(),
             stack_size: crate::stack::DEFAULT_STACK_SIZE,
             paused: false,
+            budget: crate::diag::DEFAULT_BUDGET,
         }
     }
 }
@@ -383,6 +385,27 @@ impl RuntimeBuilder {
     /// [`Builder::stack_size`](crate::Builder::stack_size).
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
+        self
+    }
+
+    /// The cooperative budget of the tasks started on the workers, by
+    /// [`Runtime::spawn`], [`Runtime::spawn_on`] or from their own tasks
+    /// (default [`DEFAULT_BUDGET`](crate::diag::DEFAULT_BUDGET)); a task's
+    /// own [`Builder::budget`](crate::Builder::budget) comes first. See
+    /// `Builder::budget` for what it does. 0 is taken as 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = yieldloop::Runtime::builder()
+    ///     .workers(1)
+    ///     .budget(32)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(rt.run(|| 6 * 7), 42);
+    /// ```
+    pub fn budget(mut self, budget: u32) -> Self {
+        self.budget = budget.max(1);
         self
     }
 
@@ -452,10 +475,14 @@ impl RuntimeBuilder {
             let ready = ready_tx.clone();
             let theirs = inbox.clone();
             let pool = rt.pool.clone();
-            let (stack_size, paused) = (self.stack_size, self.paused);
+            let settings = WorkerSettings {
+                stack_size: self.stack_size,
+                paused: self.paused,
+                budget: self.budget,
+            };
             let thread = thread::Builder::new()
                 .name(format!("{}-{i}", self.name))
-                .spawn(move || worker_thread(i, cpu, &theirs, &pool, stack_size, paused, &ready))?;
+                .spawn(move || worker_thread(i, cpu, &theirs, &pool, settings, &ready))?;
             rt.workers.push(Worker {
                 inbox,
                 thread: Some(thread),

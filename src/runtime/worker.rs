@@ -319,14 +319,24 @@ pub(crate) fn worker_turn(
     Turn::Parked
 }
 
+/// What a [`RuntimeBuilder`](super::RuntimeBuilder) sets for each worker.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct WorkerSettings {
+    /// The stack size of the tasks it starts for jobs.
+    pub(super) stack_size: usize,
+    /// Whether its scheduler runs on a paused clock.
+    pub(super) paused: bool,
+    /// The budget of the tasks started on it.
+    pub(super) budget: u32,
+}
+
 /// A worker thread's body.
 pub(super) fn worker_thread(
     index: usize,
     cpu: Option<usize>,
     inbox: &Arc<Inbox>,
     pool: &Arc<Pool>,
-    stack_size: usize,
-    paused: bool,
+    settings: WorkerSettings,
     ready: &mpsc::Sender<io::Result<()>>,
 ) {
     /// Closes the inbox when the thread ends, however it ends, so no job
@@ -348,9 +358,10 @@ pub(super) fn worker_thread(
     let inbox = inbox.clone();
     let pool = pool.clone();
     let ready = ready.clone();
-    crate::spawn::run_clocked(paused, move || {
+    crate::spawn::run_clocked(settings.paused, move || {
+        crate::scheduler::with_scheduler("Runtime", |s| s.set_default_budget(settings.budget));
         let _ = ready.send(Ok(()));
         drop(ready);
-        worker_main(index, &inbox, &pool, stack_size);
+        worker_main(index, &inbox, &pool, settings.stack_size);
     });
 }

@@ -55,7 +55,9 @@ impl Core {
         let spawned = self.tasks.next_serial;
         metrics.spawned.set(spawned);
         metrics.ended.set(spawned - self.tasks.slab.len() as u64);
-        metrics.run_queue.set(self.tasks.run_queue.len() as u64);
+        metrics
+            .run_queue
+            .set((self.tasks.run_queue.len() + self.tasks.deferred.len()) as u64);
     }
 
     /// Wakes every task whose deadline is due at `now`, and files the
@@ -91,7 +93,7 @@ impl Core {
     /// Until when the next poll may block: `now` if tasks are ready, else
     /// the next live deadline, else `None` (until an event).
     fn poll_deadline(&mut self, now: Instant) -> Option<Instant> {
-        if !self.tasks.run_queue.is_empty() {
+        if !self.tasks.run_queue.is_empty() || !self.tasks.deferred.is_empty() {
             return Some(now);
         }
         let tasks = &self.tasks;
@@ -242,6 +244,11 @@ impl Scheduler {
                     // token. (`resume` is `None`, which reads as `Ready`.)
                     task.state = TaskState::Queued { since: clock };
                     core.tasks.run_queue.push(id);
+                } else if let Op::Defer = op {
+                    // A spent budget: queued behind what the next poll
+                    // wakes.
+                    task.state = TaskState::Queued { since: clock };
+                    core.tasks.deferred.push(id);
                 } else {
                     core.wait_for(id, op, self.id);
                 }
@@ -402,7 +409,7 @@ impl Scheduler {
             batch.clear();
             // 2. Sleep in the kernel until an event or the next deadline.
             let mut core = self.core.borrow_mut();
-            if !core.tasks.run_queue.is_empty() {
+            if !core.tasks.run_queue.is_empty() && core.tasks.deferred.is_empty() {
                 // Tasks are ready: a poll could not sleep anyway, so only
                 // look for events every few turns; a syscall per turn would
                 // cost more than the turn itself. Timers still fire, and the
@@ -539,8 +546,13 @@ impl Scheduler {
             for r in ready.iter().copied() {
                 reactor.dispatch(r, &mut waking);
             }
-            // 4. … and those whose deadlines are due.
+            // 4. … and those whose deadlines are due; then the tasks
+            //    that deferred to them.
             core.fire_timers(now);
+            let tasks = &mut core.tasks;
+            if !tasks.deferred.is_empty() {
+                tasks.run_queue.append(&mut tasks.deferred);
+            }
             // 5. Wake the futures whose sources are ready or whose timers
             //    are due, once the state is let go of: a wake may unpark a
             //    task.

@@ -81,6 +81,9 @@ pub(crate) struct Scheduler {
     sample_seed: Cell<u64>,
     /// The instant the task table's clock counts from.
     epoch: Instant,
+    /// The budget of the tasks spawned here without one of their own (see
+    /// [`Builder::budget`](crate::Builder::budget)).
+    default_budget: Cell<u32>,
 }
 
 /// The scheduler's mutable state.
@@ -166,6 +169,7 @@ impl Scheduler {
             sample_due: Cell::new(false),
             sample_seed: Cell::new(seed_state),
             epoch: Instant::now(),
+            default_budget: Cell::new(task::DEFAULT_BUDGET),
         })
     }
 
@@ -178,6 +182,7 @@ impl Scheduler {
         &self,
         name: Option<Rc<str>>,
         stack_size: usize,
+        budget: Option<u32>,
         make_body: impl FnOnce(TaskId) -> B,
     ) -> io::Result<TaskId>
     where
@@ -209,8 +214,9 @@ impl Scheduler {
             header: header_at.as_ptr() as usize,
             paused_sp: 0,
         };
+        let budget = budget.unwrap_or(self.default_budget.get());
         // SAFETY: `header_at` was reserved on the stack `co` runs on.
-        let header = unsafe { OwnedHeader::new_in(header_at, co, id, guard, name.clone()) };
+        let header = unsafe { OwnedHeader::new_in(header_at, co, id, guard, name.clone(), budget) };
         tasks.spans.open(id.key, id.serial, name.as_deref());
         entry.insert(Task {
             id,
@@ -231,6 +237,12 @@ impl Scheduler {
             ));
         }
         Ok(id)
+    }
+
+    /// Sets the budget of the tasks spawned here from now on without one
+    /// of their own (at least 1).
+    pub(crate) fn set_default_budget(&self, budget: u32) {
+        self.default_budget.set(budget.max(1));
     }
 
     /// Its counters now: exact, when the state is free (called from a
@@ -294,7 +306,7 @@ impl Scheduler {
     /// run, the load [`Runtime::spawn`](crate::Runtime::spawn) compares.
     pub(crate) fn load(&self) -> usize {
         let core = self.core.borrow();
-        core.tasks.slab.len() + core.tasks.run_queue.len()
+        core.tasks.slab.len() + core.tasks.run_queue.len() + core.tasks.deferred.len()
     }
 
     /// True if the task of `w` is still in that wait.
@@ -509,7 +521,9 @@ impl Scheduler {
                 task::drop_task(header);
             }
         }
-        self.core.borrow_mut().tasks.run_queue.clear();
+        let mut core = self.core.borrow_mut();
+        core.tasks.run_queue.clear();
+        core.tasks.deferred.clear();
     }
 }
 
@@ -545,7 +559,7 @@ pub(crate) fn run_main<B>(
     }
     crate::stack::install_overflow_report(task::running_guard);
     let guard = install(sched.clone());
-    if let Err(e) = sched.spawn(Some(Rc::from("main")), MAIN_STACK_SIZE, make_main) {
+    if let Err(e) = sched.spawn(Some(Rc::from("main")), MAIN_STACK_SIZE, None, make_main) {
         panic!("yieldloop::run: cannot start the main task: {e}");
     }
     sched.run_until(&finished);

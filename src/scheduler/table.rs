@@ -6,7 +6,7 @@
 //!              │                ┌────────────────────────────┐
 //!              ▼     resume     │                            ▼
 //!           Queued ──────────▶ Running ──────────────▶ Waiting { token }
-//!              ▲                │  ▲ Op::Yield                │
+//!              ▲                │  ▲ Op::Yield, Op::Defer     │
 //!              └────────────────┘  │                          │ wake(token)
 //!              ▲                   │ return / cancelled       │
 //!              └───────────────────┼──────────────────────────┘
@@ -111,8 +111,12 @@ pub(super) struct TaskTable {
     /// and runs it, so a plain `Vec` is all the FIFO needs.
     /// # Invariant
     /// A live task is queued exactly when its state is
-    /// [`TaskState::Queued`], and then once.
+    /// [`TaskState::Queued`], and then once: in this queue or in
+    /// `deferred`.
     pub(super) run_queue: Vec<TaskId>,
+    /// Tasks that paused with [`Op::Defer`](crate::raw::Op::Defer): queued
+    /// at the back of the run queue after the next poll's wake-ups.
+    pub(super) deferred: Vec<TaskId>,
     /// Per slot, what to prefetch before resuming its task.
     pub(super) hints: Vec<PrefetchHint>,
     /// Per slot, the task's `tracing` span (feature `tracing`, and only

@@ -21,7 +21,7 @@ impl Core {
         let token = self.tasks.fresh_token();
         let wait = WaitToken { key: id.key, token };
         let (what, io, deadline) = match op {
-            Op::Yield => unreachable!("the loop queues a yield without filing it"),
+            Op::Yield | Op::Defer => unreachable!("the loop queues a yield without filing it"),
             Op::Wait(deadline) => {
                 self.set_waiting(wait, true, WaitKind::Timer);
                 self.timers.insert(deadline, wait, TimerKind::Sleep);

@@ -429,6 +429,7 @@ impl<'a> Select<'a> {
     /// cannot be started (no memory for its stack), or if the task would
     /// have to pause while it is unwinding.
     pub fn wait(&mut self) -> usize {
+        crate::coop::proceed();
         assert!(
             !self.cases.is_empty(),
             "yieldloop: Select::wait with no cases"

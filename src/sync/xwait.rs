@@ -107,6 +107,7 @@ pub(crate) fn wait_until<S, R>(
     deadline: Option<Instant>,
 ) -> Result<R, NotReady> {
     if crate::spawn::current_id().is_some() {
+        crate::coop::proceed();
         wait_in_task(lock, list, ready, deadline, &mut InTask(ParkedOn::Channel))
     } else {
         wait_blocking(lock, list, ready, deadline)

@@ -268,6 +268,8 @@ impl<T, F: Flavor> Chan<T, F> {
     /// The bounded send: the fast path, else wait with the value until a
     /// receiver takes it.
     pub(crate) fn send(&self, value: T) -> Result<(), SendError<T>> {
+        // Before the lock, which a pause must never hold.
+        crate::coop::proceed();
         // One lock from the check to the queueing: across threads, a
         // receiver freeing a slot in between would leave this sender
         // parked by a buffer with room.
@@ -283,6 +285,8 @@ impl<T, F: Flavor> Chan<T, F> {
     /// The receive every blocking receive is: take a message, or wait for
     /// one until `deadline`.
     pub(crate) fn recv_deadline(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        // Before the lock, which a pause must never hold.
+        crate::coop::proceed();
         // The lock is held from each look to the queueing of the waiter, so
         // a message sent from another thread in between cannot go unseen.
         let mut st = self.lock();

@@ -116,6 +116,7 @@ impl Notify {
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
+        crate::coop::proceed();
         let mut st = lock(&self.state);
         if std::mem::take(&mut st.permit) {
             return true;

@@ -95,6 +95,7 @@ impl WaitGroup {
     ///
     /// Panics if it must pause in a task that is unwinding.
     pub fn wait(&self) {
+        crate::coop::proceed();
         let st = lock(&self.state);
         if st.count == 0 {
             return;
@@ -191,6 +192,7 @@ impl Barrier {
     ///
     /// Panics if it must pause in a task that is unwinding.
     pub fn wait(&self) -> BarrierWaitResult {
+        crate::coop::proceed();
         let mut st = lock(&self.state);
         st.arrived += 1;
         if st.arrived >= self.n {
