@@ -103,6 +103,25 @@ thread_local! {
     /// True while the scheduler tears a task down; tells a task's body that a
     /// caught unwind is the coroutine's forced unwind and must go on.
     static FORCED_UNWIND: Cell<bool> = const { Cell::new(false) };
+    /// Budget units spent by this thread's tasks since the scheduler last
+    /// took the count ([`take_spent`]): tasks that each pause within their
+    /// budget, but keep one another busy (two tasks on a small channel),
+    /// still make the loop look for I/O often enough.
+    static SPENT: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The budget units this thread's tasks spent since the last call
+/// (wrapping); the count starts again from 0.
+#[inline]
+pub(crate) fn take_spent() -> u32 {
+    SPENT.with(|s| s.replace(0))
+}
+
+/// The budget units this thread's tasks spent since the last
+/// [`take_spent`], without taking them.
+#[inline]
+pub(crate) fn spent() -> u32 {
+    SPENT.with(Cell::get)
 }
 
 /// The [`timeout`](crate::timeout()) in force in a task: its deadline and
@@ -575,6 +594,7 @@ impl TaskContext {
     #[inline(always)]
     pub(crate) fn spend_budget(&self) -> bool {
         let left = self.budget.left.get();
+        SPENT.with(|s| s.set(s.get().wrapping_add(1)));
         if left > 0 {
             self.budget.left.set(left - 1);
             false

@@ -303,7 +303,7 @@ fn a_channel_fed_by_a_thread_shares_its_thread() {
 #[test]
 fn a_channel_between_two_tasks_shares_its_thread() {
     check("local channel", |stop| {
-        let (tx, rx) = yieldloop::sync::local::sync_channel::<[u8; 64]>(1024);
+        let (tx, rx) = yieldloop::sync::local::sync_channel::<[u8; 64]>(64);
         let producer = yieldloop::spawn(move || {
             let mut i = 0u8;
             while tx.send([i; 64]).is_ok() {
@@ -376,6 +376,89 @@ fn a_std_socket_read_under_the_hook_shares_its_thread() {
                 break;
             }
             work(&buf[..got], 2);
+            n += 1;
+        }
+        done.store(true, Ordering::Relaxed);
+        n
+    });
+}
+
+/// A listener under a connection flood: a plain thread connects (and
+/// hangs up) as fast as it can, and the accepting task, whose backlog
+/// never empties, takes its turn like the others.
+#[test]
+fn a_listener_under_a_connection_flood_shares_its_thread() {
+    check("connection flood", |stop| {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        std::thread::spawn(move || {
+            while !d.load(Ordering::Relaxed) {
+                if std::net::TcpStream::connect(addr).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut n = 0;
+        while !stop.get() {
+            let (conn, _) = listener.accept().unwrap();
+            drop(conn);
+            n += 1;
+        }
+        done.store(true, Ordering::Relaxed);
+        n
+    });
+}
+
+/// A timer storm: 2,000 tasks that all sleep to the same millisecond,
+/// over and over. Each due timer queues its task once; a turn runs them
+/// all once, and the socket's wake-up queues the echo task among them.
+#[test]
+fn a_timer_storm_shares_the_thread() {
+    check("timer storm", |stop| {
+        let fired = Rc::new(Cell::new(0u64));
+        let epoch = Instant::now();
+        let sleepers: Vec<_> = (0..2_000)
+            .map(|_| {
+                let (stop, fired) = (stop.clone(), fired.clone());
+                yieldloop::spawn(move || {
+                    while !stop.get() {
+                        // The same deadline for every task: the next
+                        // whole millisecond since `epoch`.
+                        let since = epoch.elapsed().as_millis() as u64 + 1;
+                        yieldloop::sleep_until(epoch + Duration::from_millis(since));
+                        fired.set(fired.get() + 1);
+                    }
+                })
+            })
+            .collect();
+        for s in sleepers {
+            s.join().unwrap();
+        }
+        fired.get()
+    });
+}
+
+/// A task woken by a storm of unparks: a plain thread notifies it as
+/// fast as it can; each wake-up either finds it waiting (it is queued
+/// once, however many come) or leaves a permit it takes without pausing,
+/// which its budget counts.
+#[test]
+fn a_task_woken_by_an_unpark_storm_shares_its_thread() {
+    check("unpark storm", |stop| {
+        let notify = Arc::new(yieldloop::sync::Notify::new());
+        let done = Arc::new(AtomicBool::new(false));
+        let (n2, d) = (notify.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !d.load(Ordering::Relaxed) {
+                n2.notify_one();
+            }
+        });
+        let mut n = 0;
+        while !stop.get() {
+            notify.wait();
+            work(&[1u8; 64], 16);
             n += 1;
         }
         done.store(true, Ordering::Relaxed);

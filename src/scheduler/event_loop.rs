@@ -23,6 +23,16 @@ const POLL_EVERY_TURNS: u32 = 32;
 /// waits behind busy tasks: a few hundred short resumes.
 const POLL_EVERY_RESUMES: usize = 256;
 
+/// … unless the ready tasks have been at it for [`POLL_AT_LEAST_EVERY`]:
+/// tasks that each pause within their budgets (see `coop`) but keep one
+/// another busy (two tasks on a small channel, each doing work per item)
+/// would otherwise run for many milliseconds between polls. The clock is
+/// read for it only after every this many budget units spent …
+const CLOCK_EVERY_SPENT: u32 = 512;
+/// … and a poll is due once this much time has passed since the first
+/// such reading after the last poll.
+const POLL_AT_LEAST_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Turns of at least this many tasks resume each with the memory of a task
 /// further on its way into the cache (see [`task::prefetch_task`]) …
 const PREFETCH_FROM_TASKS: usize = 8;
@@ -330,6 +340,8 @@ impl Scheduler {
         let mut batch = std::mem::take(&mut *self.batch_buf.borrow_mut());
         let mut turns_without_poll = 0u32;
         let mut resumes_without_poll = 0usize;
+        // When the clock was first read for busy turns since the last poll.
+        let mut busy_since: Option<Instant> = None;
         loop {
             // 1. Run every task that is ready now, once. Tasks they wake or
             //    spawn wait for the next turn, so the poll below is never
@@ -415,9 +427,16 @@ impl Scheduler {
                 // cost more than the turn itself. Timers still fire, and the
                 // clock is only read when there are timers to fire.
                 turns_without_poll += 1;
-                if turns_without_poll < POLL_EVERY_TURNS
-                    || resumes_without_poll < POLL_EVERY_RESUMES
-                {
+                let mut skip = turns_without_poll < POLL_EVERY_TURNS
+                    || resumes_without_poll < POLL_EVERY_RESUMES;
+                if skip && task::spent() >= CLOCK_EVERY_SPENT {
+                    task::take_spent();
+                    // The real clock: this is about the thread's time, not
+                    // a paused clock's.
+                    let busy_since = *busy_since.get_or_insert_with(Instant::now);
+                    skip = busy_since.elapsed() < POLL_AT_LEAST_EVERY;
+                }
+                if skip {
                     if core.has_timers() {
                         let now = timer::now();
                         core.tasks.clock = self.clock_of(now);
@@ -459,6 +478,8 @@ impl Scheduler {
                 deadline = Some(deadline.map_or(soon, |d| d.min(soon)));
             }
             turns_without_poll = 0;
+            task::take_spent();
+            busy_since = None;
             // The counters other threads read, brought up to date once per
             // poll rather than per resume.
             let metrics = &self.port.metrics;
