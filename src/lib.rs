@@ -392,4 +392,6 @@ mod book {
     struct Ch11Services;
     #[doc = include_str!("../docs/src/ch12-other-libraries.md")]
     struct Ch12OtherLibraries;
+    #[doc = include_str!("../docs/src/ch13-fairness.md")]
+    struct Ch13Fairness;
 }

@@ -104,7 +104,7 @@ thread_local! {
     /// caught unwind is the coroutine's forced unwind and must go on.
     static FORCED_UNWIND: Cell<bool> = const { Cell::new(false) };
     /// Budget units spent by this thread's tasks since the scheduler last
-    /// took the count ([`take_spent`]): tasks that each pause within their
+    /// took the count ([`take_spent`]), added at each task's pause: tasks that each pause within their
     /// budget, but keep one another busy (two tasks on a small channel),
     /// still make the loop look for I/O often enough.
     static SPENT: Cell<u32> = const { Cell::new(0) };
@@ -201,7 +201,8 @@ struct Budget {
     /// # Invariant
     ///
     /// Set back to `full` by every pause ([`TaskContext::pause`]), so a
-    /// turn starts with a whole budget whatever ended the last one.
+    /// turn starts with a whole budget whatever ended the last one; what
+    /// the turn spent is then added to `SPENT`.
     left: Cell<u32>,
     /// The budget a turn starts with (at least 1), or [`UNCONSTRAINED`]
     /// inside an [`unconstrained`](crate::raw::unconstrained) region.
@@ -572,20 +573,25 @@ impl TaskContext {
         let here = 0u8;
         self.paused_sp
             .set(std::hint::black_box(ptr::addr_of!(here)) as usize);
+        // A pause of any kind ends the task's turn: what it spent is
+        // counted for the loop, and the next turn starts with a whole
+        // budget (a task that spent nothing pays two loads).
+        let (left, full) = (self.budget.left.get(), self.budget.full.get());
+        if left != full {
+            SPENT.with(|s| s.set(s.get().wrapping_add(full.wrapping_sub(left))));
+            self.budget.left.set(full);
+        }
         // SAFETY: the pointer was stored by `enter_task` from the `&Yielder`
         // this task's coroutine was started with. That yielder lives on the
         // coroutine's stack, which is the stack we are running on now
         // (`self` is the running task's context, handed out by
         // `with_running`, and `pause` runs on the task's stack), so it is
         // alive for the whole call.
-        let answer = match unsafe { (*yielder).suspend(op) } {
+        match unsafe { (*yielder).suspend(op) } {
             Wake::Answer(answer) => answer,
             // Resumed only to tell where it is paused.
             Wake::Capture => self.serve_captures(yielder),
-        };
-        // A pause of any kind starts a new turn, with a whole budget.
-        self.budget.left.set(self.budget.full.get());
-        answer
+        }
     }
 
     /// Spends one unit of the task's budget for an operation that could
@@ -594,7 +600,6 @@ impl TaskContext {
     #[inline(always)]
     pub(crate) fn spend_budget(&self) -> bool {
         let left = self.budget.left.get();
-        SPENT.with(|s| s.set(s.get().wrapping_add(1)));
         if left > 0 {
             self.budget.left.set(left - 1);
             false
