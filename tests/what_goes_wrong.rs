@@ -346,3 +346,93 @@ fn timeout_fires_at_a_pause() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// A flooding client.
+// ---------------------------------------------------------------------------
+
+/// One `wrong_flood` run at a time: two floods at once on a small machine
+/// would measure the machine, not the scheduler.
+fn one_flood_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the ping client of a `wrong_flood` run saw: pings sent and
+/// answered, and the median and worst answer in milliseconds.
+struct Pings {
+    sent: usize,
+    answered: usize,
+    median: f64,
+    worst: f64,
+}
+
+/// Runs `wrong_flood` in `mode` and reads its report.
+fn flood(mode: &str) -> (Pings, Output) {
+    let _turn = one_flood_at_a_time();
+    let out = run("wrong_flood", &[mode]);
+    out.assert_success();
+    let counts = line(&out, "pings: ")
+        .strip_prefix("pings: ")
+        .and_then(|l| l.strip_suffix(" answered"))
+        .and_then(|l| l.split_once(" sent, "))
+        .and_then(|(s, a)| Some((s.parse().ok()?, a.parse().ok()?)))
+        .unwrap_or_else(|| panic!("no 'pings: N sent, M answered' line: {out}"));
+    let ms = |prefix: &str| -> f64 {
+        line(&out, prefix)
+            .strip_prefix(prefix)
+            .and_then(|l| l.strip_suffix(" ms"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no '{prefix}X ms' line: {out}"))
+    };
+    let pings = Pings {
+        sent: counts.0,
+        answered: counts.1,
+        median: ms("median answer: "),
+        worst: ms("worst answer: "),
+    };
+    (pings, out)
+}
+
+/// Plain reads, or lines each counted with `consume_budget`: the flood
+/// task gives the thread back every 128 items, and every ping is answered
+/// within milliseconds (the bounds leave wide room for a busy machine).
+#[test]
+fn a_flooding_client_leaves_room_for_pings() {
+    for mode in ["reads", "counted"] {
+        let (p, out) = flood(mode);
+        assert_eq!(p.answered, p.sent, "{mode}: {out}");
+        // About 50 pings fit in the run's half second.
+        assert!(p.sent >= 20, "{mode}: only {} pings: {out}", p.sent);
+        assert!(p.median < 50.0, "{mode}: median {} ms: {out}", p.median);
+        assert!(p.worst < 250.0, "{mode}: worst {} ms: {out}", p.worst);
+        let items = line(&out, "flood: ");
+        assert!(!items.starts_with("flood: 0 "), "{mode}: {out}");
+    }
+}
+
+/// The same reads with the budget lifted: the flood holds the thread for
+/// its whole half second, the pings wait for it, and the slow-task
+/// warning names the flood task.
+#[test]
+fn a_flood_without_a_budget_holds_the_thread() {
+    let (p, out) = flood("unconstrained");
+    assert!(p.worst >= 250.0, "worst {} ms: {out}", p.worst);
+    assert!(
+        out.stderr.contains("task 'flood' (id ") && out.stderr.contains(") ran for at least "),
+        "no slow-task warning for the flood: {out}"
+    );
+}
+
+/// Lines from an 8 KiB `BufReader`, each with its work, and nothing
+/// counting them: the budget sees one read per 256 lines, the turns last
+/// well over the slow-task threshold, and so do the pings' waits.
+#[test]
+fn per_line_work_the_budget_does_not_see_makes_long_turns() {
+    let (p, out) = flood("wrong");
+    assert!(p.worst >= 100.0, "worst {} ms: {out}", p.worst);
+    assert!(
+        out.stderr.contains("task 'flood' (id ") && out.stderr.contains(") ran for at least "),
+        "no slow-task warning for the flood: {out}"
+    );
+}
