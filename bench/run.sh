@@ -4,14 +4,15 @@
 # machine, runs the benchmarks (hand-over micro-benchmarks, timer lateness,
 # sleepers, echo servers, HTTP servers, thread-per-core scaling, the Redis-backed
 # example service, database round trips, a ticker beside database waits,
-# blocking clients under feature `hook`, fan-outs over two workers), and
-# writes docs/benchmarks.md
+# blocking clients under feature `hook`, fan-outs over two workers, the task
+# dump, fairness beside a task that never runs dry), and writes docs/benchmarks.md
 # and docs/src/img/sleepers.svg from the raw results in bench/results/.
 #
 # Go, the stackful peer, is built from bench/go (standard library only) with
 # `go build` when the go tool is installed (`apt-get install golang-go`) and
-# runs the sleepers, echo and hand-over workloads with GOMAXPROCS=1; without
-# go it is skipped and the report says so. The "stackful floor"
+# runs the sleepers, echo and hand-over workloads with GOMAXPROCS=1 (the
+# fairness servers with 1 and with 2); without go it is skipped and the
+# report says so. The "stackful floor"
 # (bench/src/bin/sleepers_floor.rs, bare coroutines on guarded stacks, no
 # runtime) runs the sleepers workload beside the others.
 #
@@ -83,7 +84,8 @@
 #   DIAG_REPS [3]   runs per task-dump cell (diag stage)
 #   DIAG_NS ["10000 100000"]  paused tasks per task-dump run
 #   DIAG_BASE [eb90bd2]  the revision without the task dump and the
-#                   counters, built from `git archive` into target/base, whose
+#                   counters, built from `git archive` into target/base (in a
+#                   target dir shared with FAIR_BASE's, target/revs), whose
 #                   hand-over and echo figures the diag stage compares with
 #                   today's in alternating runs (skipped, with a note, when
 #                   the checkout does not have it)
@@ -93,12 +95,25 @@
 #                   (the hook stage and the service stage's `yieldloop-hook` server
 #                   run binaries built a second time, with feature `hook`, into
 #                   bench/target/hook; if that build fails they are skipped)
-#   STAGES ["handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag"]  the stages
+#   FAIR_REPS [3]   runs per fairness cell (runtime x flood: a task consuming a
+#                   never-ending input beside an echo task answering a ping
+#                   every 5 ms; see bench/src/bin/fairness_client.rs)
+#   FAIR_SECS [2]   seconds of pings per fairness run
+#   FAIR_TIMEOUT [30]  seconds before a fairness client is killed and the run
+#                   marked failed
+#   FAIR_BASE [6e8ff4a]  the revision before the per-task budget, built from
+#                   `git archive` like DIAG_BASE, whose hand-over, echo and
+#                   HTTP figures the fairness stage compares with today's in
+#                   alternating runs (skipped, with a note, when the checkout
+#                   does not have it)
+#   FAIR_AB_REPS [9]  alternating pairs per benchmark of that comparison
+#   STAGES ["handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag fairness"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
-#                   echo and syscalls stages, e.g. "yieldloop floor go"; names:
-#                   yieldloop tokio may mio go threads floor asyncio (and
-#                   yieldloop-rr, the fan-out stage's round-robin placement)
+#                   echo, syscalls and fairness stages, e.g. "yieldloop floor go";
+#                   names: yieldloop tokio may mio go threads floor asyncio (and
+#                   yieldloop-rr, the fan-out stage's round-robin placement;
+#                   tokio-mt and go-mt, the fairness stage's two workers)
 #   OUT_MD [docs/benchmarks.md]  where the report goes (relative to the root)
 #   OUT_SVG [docs/src/img/sleepers.svg]  where the sleepers plot goes
 #
@@ -160,7 +175,12 @@ DIAG_BASE=${DIAG_BASE:-eb90bd2}
 DIAG_AB_REPS=${DIAG_AB_REPS:-9}
 DIAG_ECHO_REPS=${DIAG_ECHO_REPS:-5}
 DIAG_TIMEOUT=${DIAG_TIMEOUT:-300}
-STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag}
+FAIR_REPS=${FAIR_REPS:-3}
+FAIR_SECS=${FAIR_SECS:-2}
+FAIR_TIMEOUT=${FAIR_TIMEOUT:-30}
+FAIR_BASE=${FAIR_BASE:-6e8ff4a}
+FAIR_AB_REPS=${FAIR_AB_REPS:-9}
+STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag fairness}
 FANOUT_REPS=${FANOUT_REPS:-3}
 FANOUT_VALUES=${FANOUT_VALUES:-100000}
 FANOUT_RECEIVERS=${FANOUT_RECEIVERS:-1000}
@@ -251,23 +271,43 @@ if want hook || want service; then
     fi
 fi
 
-# The revision before the task dump and the counters, for the diag stage's
-# before/after comparison: its source from git, built in a target dir of
-# its own. Without git or the revision, that part of the stage is skipped.
+# An older revision of the library, for a before/after comparison: the
+# source of revision $1 from git, in target/$2/src, and its bench binaries
+# "${@:3}" built from it and copied to target/$2/release. Every such build
+# shares one target dir (target/revs), so that the dependencies the
+# revisions have in common are built once. Prints "yes", or "no (why)";
+# without git or the revision, the comparison is skipped.
+build_rev() {
+    local rev=$1 name=$2 src=$BENCH/target/$2/src err=$BENCH/target/$2-build.err b bins=()
+    shift 2
+    for b in "$@"; do bins+=(--bin "$b"); done
+    rm -rf "$src"
+    mkdir -p "$src" "$BENCH/target/$name/release"
+    if ! git -C "$ROOT" archive "$rev" 2>"$err" | tar -x -C "$src" 2>>"$err"; then
+        echo "no (git archive $rev failed: $(grep -m1 . "$err" | cut -c1-160))"
+    elif ! (cd "$src/bench" && CARGO_TARGET_DIR=$BENCH/target/revs cargo build --release --quiet \
+        "${bins[@]}") 2>>"$err"; then
+        echo "no (the build of $rev failed: $(grep -m1 '^error' "$err" | cut -c1-160))"
+    else
+        for b in "$@"; do
+            cp "$BENCH/target/revs/release/$b" "$BENCH/target/$name/release/$b" 2>>"$err" ||
+                { echo "no (copying $b of $rev failed)"; return; }
+        done
+        echo yes
+    fi
+}
+
+# The revision before the task dump and the counters, for the diag stage.
 BASE_BUILD=no
 if want diag; then
-    basesrc=$BENCH/target/base/src
-    rm -rf "$basesrc"
-    mkdir -p "$basesrc"
-    if ! git -C "$ROOT" archive "$DIAG_BASE" 2>"$BENCH/target/base-build.err" | tar -x -C "$basesrc" 2>>"$BENCH/target/base-build.err"; then
-        BASE_BUILD="no (git archive $DIAG_BASE failed: $(grep -m1 . "$BENCH/target/base-build.err" | cut -c1-160))"
-    elif (cd "$basesrc/bench" && CARGO_TARGET_DIR=$BENCH/target/base cargo build --release --quiet \
-        --bin handover --bin echo_yieldloop) 2>>"$BENCH/target/base-build.err"; then
-        BASE_BUILD=yes
-    else
-        BASE_BUILD="no (the build of $DIAG_BASE failed: $(grep -m1 '^error' "$BENCH/target/base-build.err" | cut -c1-160))"
-    fi
+    BASE_BUILD=$(build_rev "$DIAG_BASE" base handover echo_yieldloop)
     [ "$BASE_BUILD" = yes ] || log "note: diag stage's base build: $BASE_BUILD"
+fi
+# The revision before the per-task budget, for the fairness stage.
+FAIR_BUILD=no
+if want fairness; then
+    FAIR_BUILD=$(build_rev "$FAIR_BASE" fairbase handover echo_yieldloop http_yieldloop)
+    [ "$FAIR_BUILD" = yes ] || log "note: fairness stage's base build: $FAIR_BUILD"
 fi
 
 # ---------------------------------------------------------------- go and the floor
@@ -286,8 +326,9 @@ else
     log "note: go build in bench/go failed, so Go is not measured"
 fi
 
-# The command line of runtime $1's program for stage $2 (sleepers, handover
-# or echo), into the array CMD; the stage's own arguments follow it.
+# The command line of runtime $1's program for stage $2 (sleepers, handover,
+# echo, fairness, ...), into the array CMD; the stage's own arguments follow
+# it. Runtime base (fairbase) is yieldloop at DIAG_BASE (FAIR_BASE).
 bench_cmd() {
     case $2/$1 in
         sleepers/asyncio) CMD=("$PY" "$BENCH/py/sleepers.py") ;;
@@ -295,16 +336,18 @@ bench_cmd() {
         xmutex/go) CMD=(env GOMAXPROCS=2 "$GO_BIN" xmutex) ;;
         # The fan-outs measure two workers: two Ps.
         fanout/go) CMD=(env GOMAXPROCS=2 "$GO_BIN" fanout) ;;
+        fairness/go-mt) CMD=(env GOMAXPROCS=2 "$GO_BIN" fairness) ;;
         */go) CMD=(env GOMAXPROCS=1 "$GO_BIN" "$2") ;;
         fanout/*) CMD=("$BIN/fanout" --runtime "$1") ;;
         sleepers/*) CMD=("$BIN/sleepers" --runtime "$1") ;;
         handover/yieldloop-tracing)
             CMD=("$BENCH/target/tracing/release/handover" --runtime yieldloop --label yieldloop-tracing) ;;
-        handover/base) CMD=("$BENCH/target/base/release/handover" --runtime yieldloop) ;;
+        handover/base | handover/fairbase) CMD=("$BENCH/target/$1/release/handover" --runtime yieldloop) ;;
         handover/*) CMD=("$BIN/handover" --runtime "$1") ;;
         xmutex/*) CMD=("$BIN/xmutex" --runtime "$1") ;;
-        echo/base) CMD=("$BENCH/target/base/release/echo_yieldloop") ;;
+        echo/base | echo/fairbase) CMD=("$BENCH/target/$1/release/echo_yieldloop") ;;
         echo/*) CMD=("$BIN/echo_$1") ;;
+        fairness/*) CMD=("$BIN/fairness" --runtime "$1") ;;
     esac
 }
 BUILD_S=$(elapsed)
@@ -312,7 +355,7 @@ BUILD_S=$(elapsed)
 case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
 case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
 mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
-rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/xmutex.txt "$RES"/fanout.txt "$RES"/diag.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/xmutex.txt "$RES"/fanout.txt "$RES"/diag.txt "$RES"/fairness.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -399,6 +442,12 @@ fi
     echo "diag_ab_reps=$DIAG_AB_REPS"
     echo "diag_echo_reps=$DIAG_ECHO_REPS"
     echo "diag_timeout=$DIAG_TIMEOUT"
+    echo "fair_reps=$FAIR_REPS"
+    echo "fair_secs=$FAIR_SECS"
+    echo "fair_timeout=$FAIR_TIMEOUT"
+    echo "fair_base=$FAIR_BASE"
+    echo "fair_base_build=$FAIR_BUILD"
+    echo "fair_ab_reps=$FAIR_AB_REPS"
     echo "http_reps=$HTTP_REPS"
     echo "http_secs=$HTTP_SECS"
     echo "http_warmup=$HTTP_WARMUP"
@@ -531,11 +580,23 @@ timeout ${FANOUT_TIMEOUT} bench/target/release/fanout --runtime {yieldloop|tokio
 timeout ${FANOUT_TIMEOUT} bench/target/release/fanout --runtime {yieldloop|yieldloop-rr|tokio} --bench skewed --n ${FANOUT_TASKS}
 # the task dump: N paused tasks, the dump and its text
 timeout ${DIAG_TIMEOUT} bench/target/release/dump_time --n {${DIAG_NS// /|}}
-# the counters' cost: revision ${DIAG_BASE} (built from git archive into
+# the counters' cost: revision ${DIAG_BASE} (built from git archive, in a
+# target dir shared by such builds, bench/target/revs, and copied into
 # bench/target/base) and today's, in alternating runs
-(mkdir -p bench/target/base/src && git archive ${DIAG_BASE} | tar -x -C bench/target/base/src && cd bench/target/base/src/bench && CARGO_TARGET_DIR=../.. cargo build --release --bin handover --bin echo_yieldloop)
+(mkdir -p bench/target/base/src bench/target/base/release && git archive ${DIAG_BASE} | tar -x -C bench/target/base/src && cd bench/target/base/src/bench && CARGO_TARGET_DIR=../../../revs cargo build --release --bin handover --bin echo_yieldloop && cp ../../../revs/release/handover ../../../revs/release/echo_yieldloop ../../release/)
 timeout ${HANDOVER_TIMEOUT} bench/target/{release|base/release}/handover --runtime yieldloop --bench {yield|spawn|pingpong|mutex}
 ${PIN_SERVER:+$PIN_SERVER }bench/target/{release|base/release}/echo_yieldloop --addr 127.0.0.1:PORT &   # driven by loadgen, 64 connections
+# fairness: a flood beside an echo task, a fresh server per run (it prints
+# the port of its count on stderr); tokio-mt (two workers) is not pinned
+${PIN_SERVER:+$PIN_SERVER }bench/target/release/fairness --runtime {yieldloop|tokio|may} --flood {none|lines|chunks|chan} --addr 127.0.0.1:PORT &
+bench/target/release/fairness --runtime tokio-mt --flood {none|lines|chunks|chan} --addr 127.0.0.1:PORT &
+timeout ${FAIR_TIMEOUT} ${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/fairness_client --addr 127.0.0.1:PORT --stats 127.0.0.1:SPORT --flood {none|lines|chunks|chan} --secs ${FAIR_SECS}
+# the budget's cost: revision ${FAIR_BASE} (built as ${DIAG_BASE} above, copied
+# into bench/target/fairbase) and today's, in alternating runs
+(mkdir -p bench/target/fairbase/src bench/target/fairbase/release && git archive ${FAIR_BASE} | tar -x -C bench/target/fairbase/src && cd bench/target/fairbase/src/bench && CARGO_TARGET_DIR=../../../revs cargo build --release --bin handover --bin echo_yieldloop --bin http_yieldloop && cp ../../../revs/release/handover ../../../revs/release/echo_yieldloop ../../../revs/release/http_yieldloop ../../release/)
+timeout ${HANDOVER_TIMEOUT} bench/target/{release|fairbase/release}/handover --runtime yieldloop --bench {yield|spawn|pingpong|mutex}
+${PIN_SERVER:+$PIN_SERVER }bench/target/{release|fairbase/release}/echo_yieldloop --addr 127.0.0.1:PORT &   # driven by loadgen, 64 and 512 connections
+${PIN_SERVER:+$PIN_SERVER }bench/target/{release|fairbase/release}/http_yieldloop --addr 127.0.0.1:PORT &   # driven by the HTTP load generator, 64 connections
 EOF
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
@@ -544,13 +605,16 @@ EOF
 if [ -n "$GO_RUNS" ]; then
     cat >>"$RES/commands.txt" <<EOF
 # Go ($GO_VERSION): one binary, built in bench/go; GOMAXPROCS=1 throughout,
-# but 2 for xmutex (a lock between two threads)
+# but 2 for xmutex (a lock between two threads), the fan-outs and the
+# fairness stage's second Go row
 (cd bench/go && GOPROXY=off go build -o ../target/go/gobench .)
 timeout ${HANDOVER_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench handover --bench {pingpong|bounded|mutex|yield|spawn|scope|blockon}
 timeout ${HANDOVER_TIMEOUT} env GOMAXPROCS=2 bench/target/go/gobench xmutex --bench {contended|uncontended|uncontended_local}
 timeout ${FANOUT_TIMEOUT} env GOMAXPROCS=2 bench/target/go/gobench fanout --bench {broadcast --n ${FANOUT_VALUES} --receivers ${FANOUT_RECEIVERS}|skewed --n ${FANOUT_TASKS}}
 bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} env GOMAXPROCS=1 bench/target/go/gobench sleepers --n N
 ${PIN_SERVER:+$PIN_SERVER }env GOMAXPROCS=1 bench/target/go/gobench echo --addr 127.0.0.1:PORT &   # driven by loadgen as above
+${PIN_SERVER:+$PIN_SERVER }env GOMAXPROCS=1 bench/target/go/gobench fairness --flood {none|lines|chunks|chan} --addr 127.0.0.1:PORT &   # driven by fairness_client as above
+env GOMAXPROCS=2 bench/target/go/gobench fairness --flood {none|lines|chunks|chan} --addr 127.0.0.1:PORT &   # not pinned
 EOF
 fi
 
@@ -782,8 +846,10 @@ stat_ticks() { # user and system ticks of a process
 read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || eph_lo=32768
 port=$((eph_lo > 21000 ? 21000 : 1024 + 2000))
 
-# Starts server binary $1 (echo_tokio, http_hyper, ...) on a free port
-# (trying a few), with the further arguments "${@:2}"; sets $spid and $addr.
+# Starts server binary $1 (echo_tokio, http_hyper, fairness_go, ...) on a
+# free port (trying a few), with the further arguments "${@:2}"; sets $spid
+# and $addr. DIR/NAME is binary NAME of another build, in target/DIR/release
+# (hook/service_hook, fairbase/http_yieldloop).
 start_server() {
     local tries
     for tries in 1 2 3 4 5; do
@@ -791,7 +857,8 @@ start_server() {
         addr=127.0.0.1:$port
         case $1 in
             echo_*) bench_cmd "${1#echo_}" echo ;;
-            hook/*) CMD=("$HBIN/${1#hook/}") ;;
+            fairness_*) bench_cmd "${1#fairness_}" fairness ;;
+            */*) CMD=("$BENCH/target/${1%%/*}/release/${1#*/}") ;;
             *) CMD=("$BIN/$1") ;;
         esac
         # shellcheck disable=SC2086
@@ -919,6 +986,50 @@ parse_wrk() {
         }'
 }
 
+# One HTTP measurement: starts server $1 (http_yieldloop, ...; see
+# start_server), drives it with the load generator over $2 keep-alive
+# connections for HTTP_SECS, and stops it; $3 is what the log line calls
+# the run. Sets HTTP_LINE to the record's fields (the load generator, the
+# server's user and system ticks and on-CPU time over the run, then the
+# load generator's own) and returns 0, or sets HTTP_WHY and returns 1.
+http_measure() {
+    local raw out rc u0 s0 u1 s1 c0 c1
+    if ! start_server "$1"; then
+        HTTP_WHY="server did not start: $(tail -n1 "$RES/server.err")"
+        return 1
+    fi
+    log "$3 ($addr, $HTTP_LOAD)"
+    read -r u0 s0 < <(stat_ticks "$spid")
+    c0=$(oncpu_ns "$spid")
+    if [ "$HTTP_LOAD" = wrk ]; then
+        # shellcheck disable=SC2086
+        raw=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT wrk -t1 -c "$2" -d "${HTTP_SECS}s" \
+            --latency "http://$addr/" 2>"$RES/client.err")
+        rc=$?
+        out=$(printf '%s\n' "$raw" | parse_wrk "$2") || { [ $rc -eq 0 ] && rc=1; }
+    else
+        # shellcheck disable=SC2086
+        out=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT "$BIN/http_load" --addr "$addr" --conns "$2" \
+            --duration "$HTTP_SECS" --warmup "$HTTP_WARMUP" 2>"$RES/client.err")
+        rc=$?
+        out=${out#http_load }
+    fi
+    sleep 0.2
+    read -r u1 s1 < <(stat_ticks "$spid")
+    c1=$(oncpu_ns "$spid")
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    if [ $rc -eq 0 ] && [ -n "$out" ]; then
+        HTTP_LINE="load=$HTTP_LOAD utime=$((u1 - u0)) stime=$((s1 - s0)) oncpu_ns=$((c1 - c0)) $out"
+        return 0
+    fi
+    case $rc in
+        124) HTTP_WHY="$HTTP_LOAD killed after ${HTTP_TIMEOUT} s (timeout)" ;;
+        *) HTTP_WHY="$HTTP_LOAD exit $rc: $(tail -n1 "$RES/client.err")" ;;
+    esac
+    return 1
+}
+
 if want http; then
     case $HTTP_LOAD in
         none*)
@@ -931,38 +1042,10 @@ if want http; then
             for rep in $(seq 1 "$HTTP_REPS"); do
                 for server in yieldloop hyper hyper_yieldloop; do
                     for conns in 64 256; do
-                        what="http server=$server conns=$conns rep=$rep load=$HTTP_LOAD"
-                        if ! start_server "http_$server"; then
-                            echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/http.txt"
-                            continue
-                        fi
-                        log "http $server conns=$conns run $rep/$HTTP_REPS ($addr, $HTTP_LOAD)"
-                        read -r u0 s0 < <(stat_ticks "$spid")
-                        if [ "$HTTP_LOAD" = wrk ]; then
-                            # shellcheck disable=SC2086
-                            raw=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT wrk -t1 -c "$conns" -d "${HTTP_SECS}s" \
-                                --latency "http://$addr/" 2>"$RES/client.err")
-                            rc=$?
-                            out=$(printf '%s\n' "$raw" | parse_wrk "$conns") || { [ $rc -eq 0 ] && rc=1; }
+                        if http_measure "http_$server" "$conns" "http $server conns=$conns run $rep/$HTTP_REPS"; then
+                            echo "http server=$server rep=$rep $HTTP_LINE ok=1" >>"$RES/http.txt"
                         else
-                            # shellcheck disable=SC2086
-                            out=$(timeout "$HTTP_TIMEOUT" $PIN_CLIENT "$BIN/http_load" --addr "$addr" --conns "$conns" \
-                                --duration "$HTTP_SECS" --warmup "$HTTP_WARMUP" 2>"$RES/client.err")
-                            rc=$?
-                            out=${out#http_load }
-                        fi
-                        sleep 0.2
-                        read -r u1 s1 < <(stat_ticks "$spid")
-                        kill "$spid" 2>/dev/null
-                        wait "$spid" 2>/dev/null
-                        if [ $rc -eq 0 ] && [ -n "$out" ]; then
-                            echo "http server=$server rep=$rep load=$HTTP_LOAD utime=$((u1 - u0)) stime=$((s1 - s0)) $out ok=1" >>"$RES/http.txt"
-                        else
-                            case $rc in
-                                124) reason="$HTTP_LOAD killed after ${HTTP_TIMEOUT} s (timeout)" ;;
-                                *) reason="$HTTP_LOAD exit $rc: $(tail -n1 "$RES/client.err")" ;;
-                            esac
-                            echo "$what ok=0 reason=$reason" >>"$RES/http.txt"
+                            echo "http server=$server conns=$conns rep=$rep load=$HTTP_LOAD ok=0 reason=$HTTP_WHY" >>"$RES/http.txt"
                         fi
                     done
                 done
@@ -1381,6 +1464,59 @@ if want fanout; then
     rm -f "$RES/cell.out" "$RES/cell.err"
 fi
 
+# ---------------------------------------------------------------- before/after pairs
+# Today's build against an older revision's (built by build_rev), for the
+# diag and fairness stages: command "${@:3}" ITEM BUILD REP for each run
+# REP of $1, each ITEM of the list $2 and BUILD = now and base, the pair
+# back to back in the order in_turn gives (today first on odd runs), so
+# that a drift of the machine falls on both and neither always goes first.
+ab_pairs() {
+    local reps=$1 items=$2 rep item build
+    shift 2
+    for rep in $(seq 1 "$reps"); do
+        for item in $items; do
+            for build in $(in_turn "$rep" now base); do
+                "$@" "$item" "$build" "$rep"
+            done
+        done
+    done
+}
+
+# The cells of such pairs, for stage $1 against the build in target/$2:
+# hand-over benchmark $3, echo at $3 connections (server CPU per round
+# trip), HTTP at $3 keep-alive connections (server CPU per request); $4 is
+# the build (now or base) and $5 the run. Each appends a record of kind
+# cost, echo or http (ok=1, or ok=0 with a reason) to $1.txt.
+ab_handover() {
+    local stage=$1 base=$2 b=$3 build=$4 rep=$5 line
+    if [ "$build" = base ]; then bench_cmd "$base" handover; else bench_cmd yieldloop handover; fi
+    log "$stage: hand-over $b, $build, pair $rep"
+    line=$(timeout "$HANDOVER_TIMEOUT" "${CMD[@]}" --bench "$b" 2>"$RES/cell.err" | grep -m1 '^handover ')
+    if [ -n "$line" ]; then
+        echo "$stage kind=cost build=$build rep=$rep ok=1 ${line#handover }" >>"$RES/$stage.txt"
+    else
+        echo "$stage kind=cost build=$build bench=$b rep=$rep ok=0 reason=$(tail -n1 "$RES/cell.err")" >>"$RES/$stage.txt"
+    fi
+}
+ab_echo() {
+    local stage=$1 base=$2 conns=$3 build=$4 rep=$5 server=yieldloop
+    [ "$build" = base ] && server=$base
+    if echo_measure "echo_$server" "$conns" "$stage: echo, $conns connections, $build, pair $rep"; then
+        echo "$stage kind=echo build=$build rep=$rep $ECHO_LINE ok=1" >>"$RES/$stage.txt"
+    else
+        echo "$stage kind=echo build=$build conns=$conns rep=$rep ok=0 reason=$ECHO_WHY" >>"$RES/$stage.txt"
+    fi
+}
+ab_http() {
+    local stage=$1 base=$2 conns=$3 build=$4 rep=$5 server=http_yieldloop
+    [ "$build" = base ] && server=$base/http_yieldloop
+    if http_measure "$server" "$conns" "$stage: http, $conns connections, $build, pair $rep"; then
+        echo "$stage kind=http build=$build rep=$rep $HTTP_LINE ok=1" >>"$RES/$stage.txt"
+    else
+        echo "$stage kind=http build=$build conns=$conns rep=$rep ok=0 reason=$HTTP_WHY" >>"$RES/$stage.txt"
+    fi
+}
+
 # ---------------------------------------------------------------- diag
 # The task dump over N paused tasks; then, against the base revision, the
 # hand-over benchmarks and the echo server's CPU per round trip at 64
@@ -1402,33 +1538,89 @@ if want diag; then
     if [ "$BASE_BUILD" != yes ]; then
         echo "diag kind=cost ok=0 skipped=1 reason=$BASE_BUILD" >>"$RES/diag.txt"
     else
-        for rep in $(seq 1 "$DIAG_AB_REPS"); do
-            log "diag: hand-over, today against $DIAG_BASE, pair $rep/$DIAG_AB_REPS"
-            for b in yield spawn pingpong mutex; do
-                for build in $(in_turn "$rep" now base); do
-                    if [ "$build" = base ]; then bench_cmd base handover; else bench_cmd yieldloop handover; fi
-                    line=$(timeout "$HANDOVER_TIMEOUT" "${CMD[@]}" --bench "$b" 2>"$RES/cell.err" | grep -m1 '^handover ')
-                    if [ -n "$line" ]; then
-                        echo "diag kind=cost build=$build rep=$rep ok=1 ${line#handover }" >>"$RES/diag.txt"
-                    else
-                        echo "diag kind=cost build=$build bench=$b rep=$rep ok=0 reason=$(tail -n1 "$RES/cell.err")" >>"$RES/diag.txt"
-                    fi
-                done
-            done
-        done
-        for rep in $(seq 1 "$DIAG_ECHO_REPS"); do
-            for server in $(in_turn "$rep" yieldloop base); do
-                build=$server
-                [ "$server" = yieldloop ] && build=now
-                if echo_measure "echo_$server" 64 "diag: echo, $build, pair $rep/$DIAG_ECHO_REPS"; then
-                    echo "diag kind=echo build=$build rep=$rep $ECHO_LINE ok=1" >>"$RES/diag.txt"
-                else
-                    echo "diag kind=echo build=$build rep=$rep ok=0 reason=$ECHO_WHY" >>"$RES/diag.txt"
-                fi
-            done
-        done
+        ab_pairs "$DIAG_AB_REPS" "yield spawn pingpong mutex" ab_handover diag base
+        ab_pairs "$DIAG_ECHO_REPS" 64 ab_echo diag base
     fi
     rm -f "$RES/cell.out" "$RES/cell.err" "$RES/server.err" "$RES/client.err"
+fi
+
+# ---------------------------------------------------------------- fairness
+# One scheduler thread hosting a task that floods (consumes a never-ending
+# input as fast as it can: lines from a socket, 1 KiB reads, a local
+# channel) beside an echo task, and a ping every 5 ms from a client on
+# plain threads (bench/src/bin/fairness.rs, fairness_client.rs, and Go's
+# `gobench fairness`); flood `none` is the baseline, pings alone. Servers
+# of one thread are pinned like the echo servers, those of two workers
+# (tokio-mt, Go with GOMAXPROCS=2) are not; the client is. Then what the
+# per-task budget costs where nothing floods, against FAIR_BASE in pairs.
+
+# One fairness run of runtime $1 with flood $2, run $3; appends a record
+# (ok=1, or ok=0 with a reason) to fairness.txt.
+fair_cell() {
+    local rt=$1 flood=$2 rep=$3 pin=$PIN_SERVER stats out rc line reason i
+    local what="fairness kind=run runtime=$rt flood=$flood rep=$rep"
+    case $rt in tokio-mt | go-mt) pin="" ;; esac
+    if ! PIN_SERVER=$pin start_server "fairness_$rt" --flood "$flood"; then
+        echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/fairness.txt"
+        return 1
+    fi
+    # The server prints its stats port before its runtime starts.
+    for i in $(seq 1 20); do
+        stats=$(sed -n 's/^fairness stats=//p' "$RES/server.err" | head -n1)
+        [ -n "$stats" ] && break
+        sleep 0.1
+    done
+    if [ -z "$stats" ]; then
+        kill "$spid" 2>/dev/null
+        wait "$spid" 2>/dev/null
+        echo "$what ok=0 reason=the server printed no stats port" >>"$RES/fairness.txt"
+        return 1
+    fi
+    log "fairness $rt flood=$flood run $rep/$FAIR_REPS ($addr)"
+    # shellcheck disable=SC2086
+    out=$(timeout "$FAIR_TIMEOUT" $PIN_CLIENT "$BIN/fairness_client" --addr "$addr" --stats "$stats" \
+        --flood "$flood" --secs "$FAIR_SECS" 2>"$RES/client.err")
+    rc=$?
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    line=$(grep -m1 '^fairness_client ' <<<"$out")
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+        echo "fairness kind=run runtime=$rt rep=$rep ok=1 ${line#fairness_client }" >>"$RES/fairness.txt"
+        return 0
+    fi
+    case $rc in
+        124) reason="fairness_client killed after $FAIR_TIMEOUT s (timeout)" ;;
+        *) reason="fairness_client exit $rc: $(grep -v '^ *$' "$RES/client.err" | tail -n1 | cut -c1-200)" ;;
+    esac
+    echo "$what ok=0 reason=$reason" >>"$RES/fairness.txt"
+    return 1
+}
+
+if want fairness; then
+    fair_rts=$(pick yieldloop tokio tokio-mt may $GO_RUNS ${GO_RUNS:+go-mt})
+    for rep in $(seq 1 "$FAIR_REPS"); do
+        for flood in none lines chunks chan; do
+            # shellcheck disable=SC2086
+            for rt in $(in_turn "$rep" $fair_rts); do
+                if [ "$rt/$flood" = may/chan ]; then
+                    [ "$rep" = 1 ] && echo "fairness kind=run runtime=may flood=chan rep=1 ok=1 na=1 reason=may 0.3 has no bounded channel (an unbounded one grows without end beside a producer that never pauses)" >>"$RES/fairness.txt"
+                    continue
+                fi
+                fair_cell "$rt" "$flood" "$rep"
+            done
+        done
+    done
+    if [ "$FAIR_BUILD" != yes ]; then
+        echo "fairness kind=cost ok=0 skipped=1 reason=$FAIR_BUILD" >>"$RES/fairness.txt"
+    else
+        ab_pairs "$FAIR_AB_REPS" "yield spawn pingpong mutex" ab_handover fairness fairbase
+        ab_pairs "$FAIR_AB_REPS" "64 512" ab_echo fairness fairbase
+        case $HTTP_LOAD in
+            none*) echo "fairness kind=http ok=0 skipped=1 reason=${HTTP_LOAD#none }" >>"$RES/fairness.txt" ;;
+            *) ab_pairs "$FAIR_AB_REPS" 64 ab_http fairness fairbase ;;
+        esac
+    fi
+    rm -f "$RES/cell.err" "$RES/server.err" "$RES/client.err"
 fi
 
 # ---------------------------------------------------------------- report

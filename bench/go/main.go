@@ -8,12 +8,15 @@
 //	gobench handover --bench pingpong|bounded|mutex|yield|spawn|scope|blockon [--ops N]
 //	gobench xmutex --bench contended|uncontended|uncontended_local [--ops N]
 //	gobench fanout --bench broadcast|skewed [--n N] [--receivers R] [--seed S]
+//	gobench fairness --flood lines|chunks|chan|none --addr 127.0.0.1:PORT
 //
-// Everything but xmutex and fanout runs with one P (GOMAXPROCS=1), for
-// parity with the other runtimes' single scheduler thread: bench/run.sh
-// sets the environment variable, and main sets it again in case the binary
-// is run by hand. xmutex, which compares locks between two worker threads,
-// and fanout, which spreads work over two workers, set two.
+// Everything but xmutex, fanout and fairness runs with one P
+// (GOMAXPROCS=1), for parity with the other runtimes' single scheduler
+// thread: bench/run.sh sets the environment variable, and main sets it
+// again in case the binary is run by hand. xmutex, which compares locks
+// between two worker threads, and fanout, which spreads work over two
+// workers, set two; fairness takes GOMAXPROCS from the environment
+// (bench/run.sh runs it with 1 and with 2).
 // Standard library only.
 package main
 
@@ -41,6 +44,8 @@ func main() {
 		xmutexMain(args)
 	case "fanout":
 		fanoutMain(args)
+	case "fairness":
+		fairnessMain(args)
 	default:
 		usage()
 	}
@@ -51,7 +56,8 @@ func usage() {
 		"       gobench echo --addr HOST:PORT\n"+
 		"       gobench handover --bench B [--ops N]\n"+
 		"       gobench xmutex --bench B [--ops N]\n"+
-		"       gobench fanout --bench broadcast|skewed [--n N] [--receivers R] [--seed S]")
+		"       gobench fanout --bench broadcast|skewed [--n N] [--receivers R] [--seed S]\n"+
+		"       gobench fairness --flood lines|chunks|chan|none --addr HOST:PORT")
 	os.Exit(2)
 }
 

@@ -104,6 +104,11 @@ const KNOBS: &[(&str, Option<&str>)] = &[
     ("DIAG_AB_REPS", Some("diag_ab_reps")),
     ("DIAG_ECHO_REPS", Some("diag_echo_reps")),
     ("DIAG_TIMEOUT", Some("diag_timeout")),
+    ("FAIR_REPS", Some("fair_reps")),
+    ("FAIR_SECS", Some("fair_secs")),
+    ("FAIR_TIMEOUT", Some("fair_timeout")),
+    ("FAIR_BASE", Some("fair_base")),
+    ("FAIR_AB_REPS", Some("fair_ab_reps")),
     ("STAGES", Some("stages")),
     ("RUNTIMES", Some("runtimes")),
     // Where the report goes: the page itself.

@@ -85,6 +85,45 @@ pub fn stat(mut v: Vec<f64>) -> Option<Stat> {
     })
 }
 
+/// Before/after pairs (records with `build=now` and `build=base`, paired
+/// by `rep`; see bench/run.sh's `ab_pairs`): the median of the pairs'
+/// ratios now / base of `key`, over the records `select` picks. Each pair
+/// ran back to back, so a drift of the machine falls on both.
+pub fn pair_ratio(
+    recs: &[Rec],
+    select: &dyn Fn(&Rec) -> bool,
+    key: &dyn Fn(&Rec) -> f64,
+) -> Option<Stat> {
+    let of = |build: &str| -> Vec<(String, f64)> {
+        recs.iter()
+            .filter(|r| r.ok() && r.s("build") == build && select(r))
+            .map(|r| (r.s("rep").to_string(), key(r)))
+            .collect()
+    };
+    let (now, base) = (of("now"), of("base"));
+    stat(
+        now.iter()
+            .filter_map(|(rep, x)| base.iter().find(|(r, _)| r == rep).map(|(_, y)| x / y))
+            .collect(),
+    )
+}
+
+/// Of such pairs, `key` over the records of one build (`now` or `base`)
+/// that `select` picks.
+pub fn build_stat(
+    recs: &[Rec],
+    select: &dyn Fn(&Rec) -> bool,
+    build: &str,
+    key: &dyn Fn(&Rec) -> f64,
+) -> Option<Stat> {
+    stat(
+        recs.iter()
+            .filter(|r| r.ok() && r.s("build") == build && select(r))
+            .map(key)
+            .collect(),
+    )
+}
+
 /// A number with about three significant digits.
 pub fn num(x: f64) -> String {
     let a = x.abs();

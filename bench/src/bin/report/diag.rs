@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::data::{cell, num, stat, Rec, Stat};
+use crate::data::{self, cell, num, stat, Rec, Stat};
 
 /// The hand-over benchmarks compared, with their labels.
 const BENCHES: [(&str, &str); 4] = [
@@ -24,19 +24,8 @@ fn pair_ratio(
     bench: Option<&str>,
     key: &dyn Fn(&Rec) -> f64,
 ) -> Option<Stat> {
-    let of = |build: &str| -> Vec<(String, f64)> {
-        recs.iter()
-            .filter(|r| r.ok() && r.s("kind") == kind && r.s("build") == build)
-            .filter(|r| bench.is_none_or(|b| r.s("bench") == b))
-            .map(|r| (r.s("rep").to_string(), key(r)))
-            .collect()
-    };
-    let (now, base) = (of("now"), of("base"));
-    stat(
-        now.iter()
-            .filter_map(|(rep, x)| base.iter().find(|(r, _)| r == rep).map(|(_, y)| x / y))
-            .collect(),
-    )
+    let select = |r: &Rec| r.s("kind") == kind && bench.is_none_or(|b| r.s("bench") == b);
+    data::pair_ratio(recs, &select, key)
 }
 
 fn figure(
@@ -46,13 +35,8 @@ fn figure(
     bench: Option<&str>,
     key: &dyn Fn(&Rec) -> f64,
 ) -> Option<Stat> {
-    stat(
-        recs.iter()
-            .filter(|r| r.ok() && r.s("kind") == kind && r.s("build") == build)
-            .filter(|r| bench.is_none_or(|b| r.s("bench") == b))
-            .map(key)
-            .collect(),
-    )
+    let select = |r: &Rec| r.s("kind") == kind && bench.is_none_or(|b| r.s("bench") == b);
+    data::build_stat(recs, &select, build, key)
 }
 
 /// Server CPU per echo round trip, in ns.

@@ -20,8 +20,8 @@
 //!   `handover rep=.. ok=1 runtime=.. bench=.. na=1 reason=..` for a benchmark a
 //!   runtime cannot do, or `handover runtime=.. bench=.. rep=.. ok=0 status=.. reason=..`.
 //! - `xmutex.txt`: the same fields as `handover.txt` (`contended` adds `waited=..`).
-//! - `http.txt`: `http server=.. rep=.. load=wrk|http_load utime=.. stime=.. conns=.. secs=.. requests_total=.. requests=.. rps=.. p50_us=.. p99_us=.. errors=.. ok=1`
-//!   (http_load adds `p999_us` and `max_us`), `http server=.. conns=.. rep=.. load=.. ok=0 reason=..`,
+//! - `http.txt`: `http server=.. rep=.. load=wrk|http_load utime=.. stime=.. oncpu_ns=.. conns=.. secs=.. requests_total=.. requests=.. rps=.. p50_us=.. p99_us=.. errors=.. ok=1`
+//!   (http_load adds `p999_us` and `max_us`; `oncpu_ns` is absent in older results), `http server=.. conns=.. rep=.. load=.. ok=0 reason=..`,
 //!   or `http ok=0 skipped=1 reason=..` when the stage did not run.
 //! - `service.txt`: `service server=yieldloop|tokio rep=.. load=wrk|http_load utime=.. stime=.. redis_utime=.. redis_stime=..`
 //!   and the same load fields as `http.txt`, `... ok=1`; `service server=.. conns=.. rep=.. load=.. ok=0 reason=..`,
@@ -47,12 +47,19 @@
 //!   `diag kind=echo build=now|base rep=.. utime=.. stime=.. oncpu_ns=..` and the loadgen fields `... ok=1`
 //!   (the same as an `echo.txt` record),
 //!   `diag kind=.. ... ok=0 reason=..`, or `diag kind=cost ok=0 skipped=1 reason=..` without the base build.
+//! - `fairness.txt`: `fairness kind=run runtime=yieldloop|tokio|tokio-mt|may|go|go-mt rep=.. ok=1 flood=none|lines|chunks|chan
+//!   secs=.. interval_ms=.. pings=.. answered=.. p50_us=.. p99_us=.. max_us=.. max_answered_us=.. hello=.. items=.. window_s=.. items_per_s=..`
+//!   (the fields of `fairness_client`; `inf` for a latency with unanswered pings, `nan` for a count not read),
+//!   `fairness kind=run runtime=.. flood=.. rep=.. ok=1 na=1 reason=..` for a flood a runtime cannot do,
+//!   `fairness kind=run runtime=.. flood=.. rep=.. ok=0 reason=..`; and the budget's cost against `FAIR_BASE`,
+//!   records of kinds `cost` and `echo` as in `diag.txt` and `fairness kind=http build=now|base rep=..` with the
+//!   fields of an `http.txt` record and `oncpu_ns=..`, or `fairness kind=cost|http ok=0 skipped=1 reason=..`.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
 //!
 //! One module per section of the document (`machine`, `targets`, `peers`
 //! for Go and the stackful floor, `sleepers`, `echo`, `http`, `service`, `scaling`,
-//! `handover`, `lateness`, `db`, `hook`, `fanout`, `diag`, `commands`), `svg` for the plot and `data` for
+//! `handover`, `lateness`, `db`, `hook`, `fanout`, `diag`, `fairness`, `commands`), `svg` for the plot and `data` for
 //! the records and number formats they share; `markdown` puts the sections
 //! in order.
 
@@ -61,6 +68,7 @@ mod data;
 mod db;
 mod diag;
 mod echo;
+mod fairness;
 mod fanout;
 mod handover;
 mod hook;
@@ -127,6 +135,7 @@ fn main() {
         hook: read_recs(&a.results.join("hook.txt")),
         fanout: read_recs(&a.results.join("fanout.txt")),
         diag: read_recs(&a.results.join("diag.txt")),
+        fairness: read_recs(&a.results.join("fairness.txt")),
     };
     sleepers::mark_cold(
         &mut recs.sleepers,
@@ -167,6 +176,7 @@ struct Results {
     pub hook: Vec<Rec>,
     pub fanout: Vec<Rec>,
     pub diag: Vec<Rec>,
+    pub fairness: Vec<Rec>,
 }
 
 /// `target` relative to `dir` when it lies below it (for the image link).
@@ -224,6 +234,12 @@ fn markdown(
     hook::section(w, &recs.hook, &|k| m(k).to_string());
     fanout::section(w, &recs.fanout, &|k| m(k).to_string());
     diag::section(w, &recs.diag, &|k| m(k).to_string());
+    fairness::section(
+        w,
+        &recs.fairness,
+        &|k| m(k).to_string(),
+        go_missing.as_deref(),
+    );
     commands::section(w, meta, commands);
     let _ = writeln!(w, "<!-- ANCHOR_END: after-plot -->");
     o

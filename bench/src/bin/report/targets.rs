@@ -179,6 +179,7 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
     }
     crate::db::target_rows(w, &recs.db);
     crate::hook::target_rows(w, &recs.hook, &recs.service, clk_tck);
+    crate::fairness::target_rows(w, &recs.fairness);
     let _ = writeln!(w);
 }
 
@@ -213,11 +214,26 @@ pub fn row(w: &mut String, what: &str, ours: Option<f64>, unit: &str, bound: Bou
         Bound::Ratio(name, Some(theirs), max) if theirs > 0.0 => {
             let ratio = ours / theirs;
             let met = if ratio <= max { "yes" } else { "no" };
+            // An infinite figure (a ping never answered) has no number.
+            let fig = |x: f64| {
+                if x.is_infinite() {
+                    "no answer".to_string()
+                } else {
+                    format!("{} {unit}", num(x))
+                }
+            };
+            let ratio = if ratio.is_finite() {
+                format!("{ratio:.2}")
+            } else if ratio.is_nan() {
+                "—".into()
+            } else {
+                "∞".into()
+            };
             let _ = writeln!(
                 w,
-                "| {what} | {} {unit} | {name} | {} {unit} | {ratio:.2} | ≤ {max:.2} | {met} |",
-                num(ours),
-                num(theirs)
+                "| {what} | {} | {name} | {} | {ratio} | ≤ {max:.2} | {met} |",
+                fig(ours),
+                fig(theirs)
             );
         }
         Bound::Ratio(name, _, max) => {
