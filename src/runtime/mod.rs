@@ -346,7 +346,7 @@ impl Default for RuntimeBuilder {
             name: "yieldloop-worker".into(),
             stack_size: crate::stack::DEFAULT_STACK_SIZE,
             paused: false,
-            budget: crate::diag::DEFAULT_BUDGET,
+            budget: crate::task::DEFAULT_BUDGET,
         }
     }
 }

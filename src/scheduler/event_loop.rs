@@ -340,8 +340,6 @@ impl Scheduler {
         let mut batch = std::mem::take(&mut *self.batch_buf.borrow_mut());
         let mut turns_without_poll = 0u32;
         let mut resumes_without_poll = 0usize;
-        // When the clock was first read for busy turns since the last poll.
-        let mut busy_since: Option<Instant> = None;
         loop {
             // 1. Run every task that is ready now, once. Tasks they wake or
             //    spawn wait for the next turn, so the poll below is never
@@ -430,11 +428,7 @@ impl Scheduler {
                 let mut skip = turns_without_poll < POLL_EVERY_TURNS
                     || resumes_without_poll < POLL_EVERY_RESUMES;
                 if skip && task::spent() >= CLOCK_EVERY_SPENT {
-                    task::take_spent();
-                    // The real clock: this is about the thread's time, not
-                    // a paused clock's.
-                    let busy_since = *busy_since.get_or_insert_with(Instant::now);
-                    skip = busy_since.elapsed() < POLL_AT_LEAST_EVERY;
+                    skip = !self.busy_too_long();
                 }
                 if skip {
                     if core.has_timers() {
@@ -479,7 +473,7 @@ impl Scheduler {
             }
             turns_without_poll = 0;
             task::take_spent();
-            busy_since = None;
+            self.busy_since.set(None);
             // The counters other threads read, brought up to date once per
             // poll rather than per resume.
             let metrics = &self.port.metrics;
@@ -581,6 +575,27 @@ impl Scheduler {
             // 6. Answer the dump requests other threads (or tasks) made.
             if self.port.has_requests() {
                 self.answer_requests();
+            }
+        }
+    }
+
+    /// Called after every [`CLOCK_EVERY_SPENT`] budget units spent between
+    /// two polls: true once the busy turns have gone on for
+    /// [`POLL_AT_LEAST_EVERY`] since the first such call after the last
+    /// poll, and a poll is due. Out of line: the turn's loop keeps less
+    /// live across it.
+    #[cold]
+    #[inline(never)]
+    fn busy_too_long(&self) -> bool {
+        task::take_spent();
+        // The real clock: this is about the thread's time, not a paused
+        // clock's.
+        let now = Instant::now();
+        match self.busy_since.get() {
+            Some(since) => now.saturating_duration_since(since) >= POLL_AT_LEAST_EVERY,
+            None => {
+                self.busy_since.set(Some(now));
+                false
             }
         }
     }

@@ -84,6 +84,9 @@ pub(crate) struct Scheduler {
     /// The budget of the tasks spawned here without one of their own (see
     /// [`Builder::budget`](crate::Builder::budget)).
     default_budget: Cell<u32>,
+    /// When the loop first looked at the clock for busy turns since its
+    /// last poll (see `event_loop`'s `busy_too_long`).
+    busy_since: Cell<Option<Instant>>,
 }
 
 /// The scheduler's mutable state.
@@ -170,6 +173,7 @@ impl Scheduler {
             sample_seed: Cell::new(seed_state),
             epoch: Instant::now(),
             default_budget: Cell::new(task::DEFAULT_BUDGET),
+            busy_since: Cell::new(None),
         })
     }
 
