@@ -43,7 +43,7 @@ use crate::task;
 /// before it goes on. Outside a task it does nothing.
 #[inline]
 pub(crate) fn proceed() {
-    if task::with_running(|cx| cx.is_some_and(task::TaskContext::spend_budget)) {
+    if task::spend_running_budget() {
         defer();
     }
 }

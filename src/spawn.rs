@@ -296,14 +296,17 @@ impl<T> JoinHandle<T> {
         if !self.is_finished() && current_id() == Some(self.id) {
             joined_itself(self.id);
         }
-        // A join that finds the task ended goes ahead without a pause.
-        crate::coop::proceed();
+        if let Some(result) = self.slot.take() {
+            // The task had ended: a join that goes ahead without a pause.
+            crate::coop::proceed();
+            return result;
+        }
         loop {
-            if let Some(result) = self.slot.take() {
-                return result;
-            }
             if let Resume::Cancelled = suspend(Op::Join(self.id, None)) {
                 return Err(JoinError::cancelled(self.id));
+            }
+            if let Some(result) = self.slot.take() {
+                return result;
             }
         }
     }

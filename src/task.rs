@@ -349,7 +349,7 @@ impl Joiners {
     /// Adds `w`, to be woken when the task ends.
     pub(crate) fn push(&mut self, w: WaitToken) {
         debug_assert!(w.token != 0, "a wait token is never 0");
-        if self.first == NO_JOINER {
+        if self.first.token == NO_JOINER.token {
             self.first = w;
         } else {
             self.rest.push(w);
@@ -358,7 +358,7 @@ impl Joiners {
 
     /// The first joiner, if any.
     fn first(&self) -> Option<WaitToken> {
-        (self.first != NO_JOINER).then_some(self.first)
+        (self.first.token != NO_JOINER.token).then_some(self.first)
     }
 
     /// The joiners, without taking them.
@@ -395,6 +395,7 @@ impl OwnedHeader {
     /// `at` must come from `reserve_top(OwnedHeader::SIZE)` on the very stack
     /// that `co` runs on, so that the area stays valid exactly as long as
     /// the coroutine holds its stack.
+    #[inline(always)]
     pub(crate) unsafe fn new_in(
         at: NonNull<u8>,
         co: TaskCoroutine,
@@ -481,7 +482,7 @@ impl std::fmt::Debug for OwnedHeader {
 }
 
 /// The running task's context, if a task runs and is not being torn down.
-#[inline]
+#[inline(always)]
 fn running_cx() -> Option<&'static TaskContext> {
     let cx = CURRENT.with(Cell::get);
     // SAFETY: a non-null CURRENT points at the context of the task whose
@@ -491,6 +492,16 @@ fn running_cx() -> Option<&'static TaskContext> {
     // from the task's own stack. The `'static` never escapes this module's
     // callers, which use it within the task's run.
     unsafe { cx.as_ref() }
+}
+
+/// Spends one unit of the running task's budget (see
+/// [`TaskContext::spend_budget`]); false outside a task.
+#[inline(always)]
+pub(crate) fn spend_running_budget() -> bool {
+    match running_cx() {
+        Some(cx) => cx.spend_budget(),
+        None => false,
+    }
 }
 
 /// The running task's earliest active timeout.

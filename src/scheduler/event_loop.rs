@@ -419,18 +419,19 @@ impl Scheduler {
             batch.clear();
             // 2. Sleep in the kernel until an event or the next deadline.
             let mut core = self.core.borrow_mut();
-            if !core.tasks.run_queue.is_empty() && core.tasks.deferred.is_empty() {
+            if !core.tasks.run_queue.is_empty() {
                 // Tasks are ready: a poll could not sleep anyway, so only
                 // look for events every few turns; a syscall per turn would
                 // cost more than the turn itself. Timers still fire, and the
-                // clock is only read when there are timers to fire.
+                // clock is only read when there are timers to fire. A task
+                // that deferred, or busy turns that have gone on too long,
+                // want the poll now.
                 turns_without_poll += 1;
-                let mut skip = turns_without_poll < POLL_EVERY_TURNS
-                    || resumes_without_poll < POLL_EVERY_RESUMES;
-                if skip && task::spent() >= CLOCK_EVERY_SPENT {
-                    skip = !self.busy_too_long();
-                }
-                if skip {
+                if (turns_without_poll < POLL_EVERY_TURNS
+                    || resumes_without_poll < POLL_EVERY_RESUMES)
+                    && core.tasks.deferred.is_empty()
+                    && (task::spent() < CLOCK_EVERY_SPENT || !self.busy_too_long())
+                {
                     if core.has_timers() {
                         let now = timer::now();
                         core.tasks.clock = self.clock_of(now);
