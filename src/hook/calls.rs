@@ -80,12 +80,26 @@ pub(super) fn send_all(
     fd: c_int,
     len: usize,
     flags: c_int,
+    op: impl FnMut(usize, c_int) -> ssize_t,
+) -> ssize_t {
+    send_rest(fd, len, flags, &mut CallDeadline::new(fd, true), 0, op)
+}
+
+/// [`send_all`] from offset `done`, which an earlier send of the same
+/// call reached (under the same `deadline`).
+pub(super) fn send_rest(
+    fd: c_int,
+    len: usize,
+    flags: c_int,
+    deadline: &mut CallDeadline,
+    mut done: usize,
     mut op: impl FnMut(usize, c_int) -> ssize_t,
 ) -> ssize_t {
-    let mut deadline = CallDeadline::new(fd, true);
-    let mut done = 0usize;
+    if done > 0 && (done >= len || flags & libc::MSG_DONTWAIT != 0 || fds::nonblocking(fd)) {
+        return done as ssize_t;
+    }
     loop {
-        let r = socket_call(fd, true, flags, &mut deadline, |f| op(done, f));
+        let r = socket_call(fd, true, flags, deadline, |f| op(done, f));
         if r < 0 {
             if done > 0 {
                 // The error is the next call's; this one reports progress.
@@ -102,10 +116,94 @@ pub(super) fn send_all(
     }
 }
 
-/// A receive with `MSG_WAITALL` on a socket the caller left blocking:
-/// as a blocking one, it returns once `len` bytes have come, or fewer at
-/// the end of the stream or when an error, a timeout or a cancellation
-/// cuts it short after some. `op(done, flags)` receives at offset `done`.
+/// An integer socket option of `fd` (`SO_TYPE`, `SO_PROTOCOL`,
+/// `SO_DOMAIN`); `None` if it is not a socket.
+pub(super) fn socket_option(fd: c_int, name: c_int) -> Option<c_int> {
+    let mut v: c_int = 0;
+    let mut len = std::mem::size_of::<c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` describe a writable `int`, what these options
+    // hold.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            name,
+            (&mut v as *mut c_int).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(v)
+}
+
+/// A `recv`/`recvfrom` with `MSG_WAITALL` (and without `MSG_DONTWAIT`),
+/// as the kernel serves it for the socket's type:
+///
+/// - a datagram (or sequenced-packet, or raw) socket ignores the flag:
+///   one receive, one datagram;
+/// - TCP with `MSG_PEEK`: waits until `len` bytes are queued (or the
+///   stream ends, fails or times out) and returns them, consuming none;
+/// - another stream socket (`AF_UNIX`) with `MSG_PEEK`: one peek, which
+///   returns what is queued (the kernel's does not wait for more);
+/// - a stream socket without `MSG_PEEK`: [`recv_all`].
+///
+/// `op(done, flags)` receives at offset `done` of the caller's buffer.
+pub(super) fn recv_waitall(
+    fd: c_int,
+    len: usize,
+    flags: c_int,
+    mut op: impl FnMut(usize, c_int) -> ssize_t,
+) -> ssize_t {
+    let once = |op: &mut dyn FnMut(usize, c_int) -> ssize_t| {
+        let mut d = CallDeadline::new(fd, false);
+        socket_call(fd, false, flags, &mut d, |f| op(0, f))
+    };
+    if socket_option(fd, libc::SO_TYPE) != Some(libc::SOCK_STREAM) {
+        // Not a stream (or not a socket: the call itself says so).
+        return once(&mut op);
+    }
+    if flags & libc::MSG_PEEK == 0 {
+        return recv_all(fd, len, flags, op);
+    }
+    if socket_option(fd, libc::SO_PROTOCOL) != Some(libc::IPPROTO_TCP) {
+        return once(&mut op);
+    }
+    let mut deadline = CallDeadline::new(fd, false);
+    loop {
+        // Waits until something is queued, then peeks at all of it.
+        let r = socket_call(fd, false, flags, &mut deadline, |f| op(0, f));
+        if r <= 0 || r as usize >= len || fds::nonblocking(fd) {
+            return r;
+        }
+        // Fewer than asked for: the kernel returns them if the stream has
+        // ended or failed, and otherwise waits for more.
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN | libc::POLLRDHUP,
+            revents: 0,
+        };
+        // SAFETY: one valid `pollfd`.
+        let n = unsafe { real::poll(&mut p, 1, 0) };
+        if n != 1 || p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+            return r;
+        }
+        match wait_fd(fd, false, deadline.get()) {
+            Woke::Ready => {}
+            // The socket's timeout: what is queued by then.
+            Woke::TimedOut => {
+                let again = op(0, flags | libc::MSG_DONTWAIT);
+                return if again > 0 { again } else { r };
+            }
+            // Cut short after some: the bytes peeked so far.
+            Woke::Failed(_) => return r,
+        }
+    }
+}
+
+/// A receive with `MSG_WAITALL` on a stream socket the caller left
+/// blocking: as a blocking one, it returns once `len` bytes have come, or
+/// fewer at the end of the stream or when an error, a timeout or a
+/// cancellation cuts it short after some. `op(done, flags)` receives at
+/// offset `done`.
 pub(super) fn recv_all(
     fd: c_int,
     len: usize,
@@ -157,6 +255,204 @@ pub(super) fn pipe_call(fd: c_int, write: bool, op: impl FnOnce() -> ssize_t) ->
         match wait_fd(fd, write, None) {
             Woke::Ready | Woke::TimedOut => {}
             Woke::Failed(e) => return fail(e),
+        }
+    }
+}
+
+/// The most vectors `readv`, `writev`, `sendmsg` and `recvmsg` take
+/// (`UIO_MAXIOV`, which `IOV_MAX` is): a count outside `0..=IOV_MAX` gets
+/// the plain call, which fails at once (`EINVAL`; `EMSGSIZE` for a
+/// message), before anything is read from the caller's array.
+pub(super) const IOV_MAX: c_int = libc::UIO_MAXIOV;
+
+/// The most bytes a `write` on a pipe moves at once (`PIPE_BUF`): a write
+/// of at most this many is atomic, and fits in the room a pipe that polls
+/// writable has (one free page of its ring).
+const PIPE_BUF: usize = 4096;
+
+/// `write`/`writev` on a pipe or FIFO the caller left blocking, of the
+/// `cnt` vectors at `iov`: as the kernel's blocking write, it returns once
+/// every byte is in the pipe (or when an error, or a cancellation, cuts it
+/// short: then with the count written so far), and a write of at most
+/// `PIPE_BUF` bytes goes in whole. Each attempt is a `pwritev2` with
+/// `RWF_NOWAIT` (a write of what fits now, never a wait; Linux 6.4 and
+/// later on pipes), and while the pipe is full the task waits for it to be
+/// writable. Where the kernel refuses `RWF_NOWAIT` (older kernels, some
+/// FIFOs) the bytes go `PIPE_BUF` at a time, each after the pipe polled
+/// writable, so that none of them blocks the thread. `plain` is the
+/// caller's own call, for a count the kernel refuses.
+///
+/// # Safety
+///
+/// `iov` and `cnt` as for `writev(2)`.
+pub(super) unsafe fn pipe_write(
+    fd: c_int,
+    iov: *const libc::iovec,
+    cnt: c_int,
+    plain: impl FnOnce() -> ssize_t,
+) -> ssize_t {
+    if !(0..=IOV_MAX).contains(&cnt) {
+        return plain();
+    }
+    if pause::cancelled() || !pause::proceed() {
+        return fail(CANCELLED);
+    }
+    // The caller's vectors as they are first: the kernel checks them
+    // (EFAULT, EINVAL) before this code reads them.
+    // SAFETY: the caller's vectors, for a write at the pipe's position.
+    let r = unsafe { libc::pwritev2(fd, iov, cnt, -1, libc::RWF_NOWAIT) };
+    let e = errno();
+    if r < 0 && e != libc::EAGAIN {
+        if e == libc::EOPNOTSUPP || e == libc::ENOSYS {
+            // SAFETY: as above.
+            return unsafe { pipe_write_pieces(fd, iov, cnt, plain) };
+        }
+        return r;
+    }
+    // Accepted by the kernel: `cnt` readable vectors.
+    let vecs: &[libc::iovec] = if cnt == 0 || iov.is_null() {
+        &[]
+    } else {
+        // SAFETY: checked by the kernel's call just made.
+        unsafe { std::slice::from_raw_parts(iov, cnt as usize) }
+    };
+    let total = vecs.iter().fold(0usize, |t, v| t.saturating_add(v.iov_len));
+    let mut done = r.max(0) as usize;
+    if done >= total || fds::nonblocking(fd) {
+        // All of it, or the library's own non-blocking pipe: the plain
+        // call's answer, which this was.
+        return if r < 0 { fail(e) } else { r };
+    }
+    // The pipe is full (that attempt wrote what fit, or nothing): wait
+    // until the reader makes room, write what fits, and so on.
+    loop {
+        match wait_fd(fd, true, None) {
+            Woke::Ready | Woke::TimedOut => {}
+            Woke::Failed(e) => return progress_or(done, e),
+        }
+        // SAFETY: the caller's vectors, past the bytes written: `v` holds
+        // `n` vectors within them.
+        let r = unsafe {
+            write_from(vecs, done, |v, n| {
+                libc::pwritev2(fd, v, n, -1, libc::RWF_NOWAIT)
+            })
+        };
+        if r < 0 {
+            let e = errno();
+            if e == libc::EAGAIN {
+                // A wake-up for room another writer took first.
+                continue;
+            }
+            return progress_or(done, e);
+        }
+        done += r as usize;
+        if done >= total {
+            return done as ssize_t;
+        }
+    }
+}
+
+/// The count written so far, or, if nothing was, the failure `e`.
+fn progress_or(done: usize, e: c_int) -> ssize_t {
+    if done > 0 {
+        done as ssize_t
+    } else {
+        fail(e)
+    }
+}
+
+/// Calls `write(vectors, count)` on what of `vecs` lies past the first
+/// `done` bytes: the caller's own array from the first vector not yet
+/// begun, or, when `done` falls inside a vector, the rest of that one
+/// vector alone (so no array is built).
+///
+/// # Safety
+///
+/// `vecs` describes the caller's readable buffers.
+unsafe fn write_from(
+    vecs: &[libc::iovec],
+    done: usize,
+    write: impl FnOnce(*const libc::iovec, c_int) -> ssize_t,
+) -> ssize_t {
+    let mut skip = done;
+    for (i, v) in vecs.iter().enumerate() {
+        if skip >= v.iov_len {
+            skip -= v.iov_len;
+            continue;
+        }
+        if skip == 0 {
+            return write(vecs[i..].as_ptr(), (vecs.len() - i) as c_int);
+        }
+        let one = libc::iovec {
+            // SAFETY: `skip < iov_len`: within the caller's buffer.
+            iov_base: unsafe { v.iov_base.cast::<u8>().add(skip).cast() },
+            iov_len: v.iov_len - skip,
+        };
+        return write(&one, 1);
+    }
+    0
+}
+
+/// [`pipe_write`] where the kernel refuses `RWF_NOWAIT` on the pipe: a
+/// write of at most `PIPE_BUF` bytes is the plain call once the pipe polls
+/// writable (it fits then, whole); a longer one goes `PIPE_BUF` bytes at a
+/// time, each once the pipe polls writable. (Another writer filling the
+/// pipe between the poll and the write makes that write block the
+/// thread, as it would have.)
+///
+/// # Safety
+///
+/// As for [`pipe_write`]; the kernel has accepted the vectors (its
+/// `pwritev2` checks them before the flags).
+unsafe fn pipe_write_pieces(
+    fd: c_int,
+    iov: *const libc::iovec,
+    cnt: c_int,
+    plain: impl FnOnce() -> ssize_t,
+) -> ssize_t {
+    if fds::nonblocking(fd) {
+        return plain();
+    }
+    let vecs: &[libc::iovec] = if cnt == 0 || iov.is_null() {
+        &[]
+    } else {
+        // SAFETY: by the contract.
+        unsafe { std::slice::from_raw_parts(iov, cnt as usize) }
+    };
+    let total = vecs.iter().fold(0usize, |t, v| t.saturating_add(v.iov_len));
+    let mut plain = Some(plain);
+    let mut done = 0usize;
+    loop {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one valid `pollfd`.
+        if unsafe { real::poll(&mut p, 1, 0) } == 0 {
+            match wait_fd(fd, true, None) {
+                Woke::Ready | Woke::TimedOut => continue,
+                Woke::Failed(e) => return progress_or(done, e),
+            }
+        }
+        if total <= PIPE_BUF {
+            if let Some(plain) = plain.take() {
+                return plain();
+            }
+        }
+        // SAFETY: the caller's vectors, past the bytes written: `v` is a
+        // vector within them, and at most `PIPE_BUF` bytes of it go.
+        let r = unsafe {
+            write_from(vecs, done, |v, _| {
+                real::write(fd, (*v).iov_base, (*v).iov_len.min(PIPE_BUF))
+            })
+        };
+        if r < 0 {
+            return if done > 0 { done as ssize_t } else { r };
+        }
+        done += r as usize;
+        if done >= total {
+            return done as ssize_t;
         }
     }
 }
@@ -213,18 +509,29 @@ pub(super) unsafe fn connect(
         // SAFETY: the caller's arguments.
         return unsafe { real::connect(fd, addr, len) };
     }
-    // SAFETY: F_SETFL with an integer argument.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } == -1 {
+    // The connection started without blocking: the mode switched for the
+    // one system call, and put back at once.
+    let attempt = || {
+        // SAFETY: F_SETFL with an integer argument.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } == -1 {
+            return None;
+        }
+        // SAFETY: the caller's arguments.
+        let r = unsafe { real::connect(fd, addr, len) };
+        let e = errno();
+        // SAFETY: F_SETFL with an integer argument: the caller's mode back.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+        Some((r, e))
+    };
+    let Some((r, e)) = attempt() else {
         // SAFETY: the caller's arguments.
         return unsafe { real::connect(fd, addr, len) };
-    }
-    // SAFETY: the caller's arguments.
-    let r = unsafe { real::connect(fd, addr, len) };
-    let e = errno();
-    // SAFETY: F_SETFL with an integer argument: the caller's mode back.
-    unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+    };
     if r == 0 {
         return 0;
+    }
+    if e == libc::EAGAIN && socket_option(fd, libc::SO_DOMAIN) == Some(libc::AF_UNIX) {
+        return unix_connect_wait(fd, attempt);
     }
     if e != libc::EINPROGRESS {
         return fail(e);
@@ -265,6 +572,36 @@ pub(super) unsafe fn connect(
             return 0;
         }
         // Not connected yet (a readiness hint too early): wait again.
+    }
+}
+
+/// The rest of a blocking `connect` of an `AF_UNIX` stream socket whose
+/// listener's backlog is full: the kernel's blocking call waits until the
+/// listener accepts and then connects, where a non-blocking one fails with
+/// `EAGAIN` (there is no connection in progress to wait for, and no event
+/// on this socket says when the backlog has room). So the attempt is made
+/// again after a pause, 1 ms at first and doubling up to 50 ms, until it
+/// connects, fails otherwise, or `SO_SNDTIMEO` passes (`EAGAIN`, as the
+/// kernel's). `attempt` is one non-blocking `connect`: its return value
+/// and `errno`, or `None` if the mode could not be switched.
+fn unix_connect_wait(fd: c_int, attempt: impl Fn() -> Option<(c_int, c_int)>) -> c_int {
+    let deadline = pause::socket_deadline(fd, true);
+    let mut delay = Duration::from_millis(1);
+    loop {
+        let last = match pause::retry_after(delay, deadline) {
+            Woke::Ready => false,
+            // The kernel, too, looks once more when its time is up.
+            Woke::TimedOut => true,
+            Woke::Failed(e) => return fail(e),
+        };
+        delay = (delay * 2).min(Duration::from_millis(50));
+        match attempt() {
+            Some((0, _)) => return 0,
+            Some((_, libc::EAGAIN)) | None if last => return fail(libc::EAGAIN),
+            Some((_, libc::EAGAIN)) => {}
+            Some((_, e)) => return fail(e),
+            None => return fail(libc::EAGAIN),
+        }
     }
 }
 

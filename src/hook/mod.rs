@@ -16,9 +16,9 @@
 //!
 //! | calls | from a task |
 //! |---|---|
-//! | `read`, `readv`, `recv`, `recvfrom`, `recvmsg` | on a socket the caller left blocking: made with `MSG_DONTWAIT`; on `EAGAIN` the task waits until the socket is readable, then tries again; `recv` and `recvfrom` with `MSG_WAITALL` return once all the bytes asked for have come, as the kernel's (`recvmsg` with it returns what one receive finds) |
-//! | `write`, `writev`, `send`, `sendto`, `sendmsg` | the same, waiting for writability; on a stream socket the call returns once every byte is handed to the kernel, as a blocking send does |
-//! | `connect` | on a blocking socket: started non-blocking (the mode is switched for that one system call and put back at once), the task waits until the socket is writable, and the call returns the kernel's outcome from `SO_ERROR` (`ECONNREFUSED`, `ETIMEDOUT`, …) |
+//! | `read`, `readv`, `recv`, `recvfrom`, `recvmsg` | on a socket the caller left blocking: made with `MSG_DONTWAIT`; on `EAGAIN` the task waits until the socket is readable, then tries again; `MSG_WAITALL` and `MSG_PEEK` as the kernel serves them (see [the flags and limits](self#flags-and-limits)) |
+//! | `write`, `writev`, `send`, `sendto`, `sendmsg` | the same, waiting for writability; on a stream socket the call returns once every byte is handed to the kernel, as a blocking send does, and on a pipe once every byte is in the pipe, as a blocking write does |
+//! | `connect` | on a blocking socket: started non-blocking (the mode is switched for that one system call and put back at once), the task waits until the socket is writable, and the call returns the kernel's outcome from `SO_ERROR` (`ECONNREFUSED`, `ETIMEDOUT`, …); to a Unix listener whose backlog is full, the task waits until it makes room |
 //! | `accept`, `accept4` | on a blocking listener: the task waits until a connection is pending, then the plain call takes it |
 //! | `poll`, `ppoll`, `select` | a zero-timeout poll first; if nothing is ready the task waits until one of the descriptors may be, or the timeout passes, and the answer is that of a real zero-timeout poll (the `revents` and sets are the kernel's); `select` leaves the time not slept in its timeout, as Linux's does; a `ppoll` with a signal mask is the plain call (the mask is applied atomically with the kernel's wait, which a pause cannot do) |
 //! | `nanosleep`, `clock_nanosleep`, `usleep`, `sleep` | the task sleeps on the timer heap |
@@ -35,11 +35,35 @@
 //! passes the call fails with `EAGAIN` (`EINPROGRESS` for `connect`), or
 //! returns the bytes moved so far, as the kernel's. A descriptor that is
 //! neither a socket nor a pipe (a regular file, a terminal, a device) gets
-//! the plain call. A pipe or FIFO left blocking is waited for until it is
-//! ready, then the plain call is made: should another reader or writer
-//! empty (fill) it first, that call blocks the thread as it would have.
+//! the plain call. A read of a pipe or FIFO left blocking waits until it
+//! is readable, then the plain call is made (should another reader empty
+//! it first, that call blocks the thread as it would have); a write is
+//! made of writes that never wait, with pauses between them while the
+//! pipe is full.
 //! A `write` on a socket is a `send` without flags, so it raises `SIGPIPE`
 //! on a broken connection exactly as `write` does.
+//!
+//! # Flags and limits
+//!
+//! Where a flag, a socket type or a limit changes what the kernel's call
+//! does, the call from a task does the same: the same return value, the
+//! same `errno`, the same bytes (`tests/hook_exact.rs` makes each call on
+//! a plain thread and in a task and compares them).
+//!
+//! | case | the kernel's call (on a plain thread) | from a task |
+//! |---|---|---|
+//! | `recv`, `recvfrom` with `MSG_WAITALL` on a stream socket (TCP, `AF_UNIX`) | waits until all `len` bytes have come; fewer at the end of the stream, or when an error, a signal or `SO_RCVTIMEO` cuts it short after some | the same: receives with `MSG_DONTWAIT` at the offset reached, pausing between them |
+//! | the same with `MSG_PEEK` on TCP | waits until `len` bytes are queued and returns them, consuming none (fewer at the end of the stream or when `SO_RCVTIMEO` passes) | the same: peeks at all that is queued; while that is fewer than `len` and the stream has neither ended nor failed (`poll`'s `POLLRDHUP`, `POLLHUP`, `POLLERR`), pauses until more comes |
+//! | the same with `MSG_PEEK` on an `AF_UNIX` stream | returns what is queued, waiting only while nothing is | the same: one peek |
+//! | `MSG_WAITALL` on a datagram socket (UDP, `AF_UNIX` datagram and sequenced-packet, raw) | no effect: the first datagram, at once | the same: one receive |
+//! | `MSG_PEEK` without `MSG_WAITALL` | waits while nothing is queued, then returns what is, consuming none | the same |
+//! | `recvmsg` with `MSG_WAITALL` on a stream socket | waits until all the vectors' bytes have come | **not the same**: returns what the first receive that finds data returns, like a `recvmsg` without the flag |
+//! | `MSG_DONTWAIT`, or a descriptor the caller made non-blocking (`O_NONBLOCK`) | never waits: `EAGAIN`, or what is there | the plain call |
+//! | `readv`, `writev` with a count below 0 or above `IOV_MAX` (1024); `sendmsg`, `recvmsg` with a `msg_iovlen` above it | `EINVAL` (`EMSGSIZE` for a message), at once | the plain call, at once: the same error. The hook reads a caller's vectors only once the kernel has accepted them |
+//! | `write`, `writev` on a pipe or FIFO left blocking, more bytes than the pipe has room for | waits while the reader drains the pipe, and returns once every byte is in it (the count written, if an error or a signal cuts it short after some); at most `PIPE_BUF` (4096) bytes go in whole | the same: each attempt writes what fits now (`pwritev2` with `RWF_NOWAIT`), and while the pipe is full the task pauses until it is writable; the count written if a cancellation or an error cuts it short after some. Where the kernel refuses `RWF_NOWAIT` on pipes (before Linux 6.4), a write of up to `PIPE_BUF` bytes is the plain call once the pipe polls writable, and a longer one goes `PIPE_BUF` bytes at a time, each once the pipe polls writable |
+//! | blocking `connect` to an `AF_UNIX` listener whose backlog is full | waits until the listener accepts, then connects; `EAGAIN` once `SO_SNDTIMEO` passes | the same: a non-blocking `connect` there fails with `EAGAIN` (there is nothing in progress to wait for, and no event says when there is room), so it is made again after pauses of 1 ms, doubling up to 50 ms, until it connects, fails otherwise, or `SO_SNDTIMEO` passes (`EAGAIN`) |
+//! | `select` with `tv_usec` of 1,000,000 or more | the C library carries whole seconds out of `tv_usec`; a negative `tv_sec` or `tv_usec` is `EINVAL`; the time not slept is left in the timeout, normalised | the same |
+//! | `select` with `nfds` above `FD_SETSIZE` (1024) | taken: the kernel reads (and writes) no more bits of each set than the process's descriptor table holds; only a negative `nfds` is `EINVAL` | the same: for such an `nfds` the table's size is read from `/proc/self/status` (`FDSize`) |
 //!
 //! # Timeouts, cancellation and teardown
 //!

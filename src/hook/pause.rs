@@ -182,7 +182,15 @@ pub(super) fn wait_fd(fd: c_int, write: bool, deadline: Option<Instant>) -> Woke
 /// The fallback wait for a descriptor the reactor cannot watch: a short
 /// sleep, then the caller tries again.
 pub(super) fn retry_soon(deadline: Option<Instant>) -> Woke {
-    let soon = crate::timer::now() + Duration::from_millis(1);
+    retry_after(Duration::from_millis(1), deadline)
+}
+
+/// A pause of `delay` (cut at `deadline`) before the caller tries again:
+/// the wait for a condition no readiness event announces (a Unix
+/// listener's backlog making room). `Ready` after the delay, `TimedOut`
+/// once `deadline` has passed.
+pub(super) fn retry_after(delay: Duration, deadline: Option<Instant>) -> Woke {
+    let soon = crate::timer::now() + delay;
     let at = deadline.map_or(soon, |d| d.min(soon));
     // The short sleep is the pause's own deadline, so that only a scope
     // ending before it counts as the scope's expiry.

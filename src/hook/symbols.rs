@@ -57,6 +57,11 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, iovcnt: c_int) -> s
         // SAFETY: the caller's contract, passed on.
         return unsafe { real::readv(fd, iov, iovcnt) };
     }
+    if !(0..=calls::IOV_MAX).contains(&iovcnt) {
+        // The kernel's `EINVAL`, at once.
+        // SAFETY: the caller's contract, passed on.
+        return unsafe { real::readv(fd, iov, iovcnt) };
+    }
     guard(-1, || {
         calls::read_like(
             fd,
@@ -89,7 +94,7 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
     }
     guard(-1, || {
         if flags & (libc::MSG_WAITALL | libc::MSG_DONTWAIT) == libc::MSG_WAITALL {
-            return calls::recv_all(fd, n, flags, |done, f| {
+            return calls::recv_waitall(fd, n, flags, |done, f| {
                 // SAFETY: the rest of the caller's buffer.
                 unsafe { real::recv(fd, buf.cast::<u8>().add(done).cast(), n - done, f) }
             });
@@ -122,7 +127,7 @@ pub unsafe extern "C" fn recvfrom(
     }
     guard(-1, || {
         if flags & (libc::MSG_WAITALL | libc::MSG_DONTWAIT) == libc::MSG_WAITALL {
-            return calls::recv_all(fd, n, flags, |done, f| {
+            return calls::recv_waitall(fd, n, flags, |done, f| {
                 let at = buf.cast::<u8>();
                 // SAFETY: the rest of the caller's buffer; the address, if
                 // asked for, is the last part's sender's.
@@ -185,8 +190,15 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
             }
             r
         }
-        // SAFETY: the caller's contract, passed on.
-        Kind::Pipe => calls::pipe_call(fd, true, || unsafe { real::write(fd, buf, n) }),
+        Kind::Pipe => {
+            let one = iovec {
+                iov_base: buf.cast_mut(),
+                iov_len: n,
+            };
+            // SAFETY: one vector of the caller's buffer; the caller's
+            // contract, passed on.
+            unsafe { calls::pipe_write(fd, &one, 1, || real::write(fd, buf, n)) }
+        }
         // SAFETY: the caller's contract, passed on.
         Kind::Other | Kind::Unknown => unsafe { real::write(fd, buf, n) },
     })
@@ -203,6 +215,12 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, iovcnt: c_int) -> 
         // SAFETY: the caller's contract, passed on.
         return unsafe { real::writev(fd, iov, iovcnt) };
     }
+    if !(0..=calls::IOV_MAX).contains(&iovcnt) {
+        // The kernel's `EINVAL`, at once (as a message, the count would
+        // have been `EMSGSIZE`).
+        // SAFETY: the caller's contract, passed on.
+        return unsafe { real::writev(fd, iov, iovcnt) };
+    }
     guard(-1, || match fds::kind(fd) {
         Kind::Socket => {
             // SAFETY: a zeroed `msghdr` is valid: no name, no control data.
@@ -213,7 +231,9 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, iovcnt: c_int) -> 
             unsafe { sendmsg_all(fd, &msg, 0) }
         }
         // SAFETY: the caller's contract, passed on.
-        Kind::Pipe => calls::pipe_call(fd, true, || unsafe { real::writev(fd, iov, iovcnt) }),
+        Kind::Pipe => unsafe {
+            calls::pipe_write(fd, iov, iovcnt, || real::writev(fd, iov, iovcnt))
+        },
         // SAFETY: the caller's contract, passed on.
         Kind::Other | Kind::Unknown => unsafe { real::writev(fd, iov, iovcnt) },
     })
@@ -291,27 +311,35 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) ->
 
 /// `sendmsg` with a stream socket's full-write semantics (see
 /// [`calls::send_all`]): after a short send the rest of the vectors goes
-/// out, without the control data, which went with the first part.
+/// out, without the control data, which went with the first part. The
+/// caller's message is handed to the kernel as it is first, so that its
+/// counts and vectors are checked there (`EMSGSIZE`, `EINVAL`, `EFAULT`,
+/// as the plain call answers) before this code reads them.
 ///
 /// # Safety
 ///
 /// `msg` valid as for `sendmsg(2)`.
 unsafe fn sendmsg_all(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
-    // SAFETY: by the contract.
+    let mut deadline = CallDeadline::new(fd, true);
+    // SAFETY: the caller's message as it is.
+    let r = calls::socket_call(fd, true, flags, &mut deadline, |f| unsafe {
+        real::sendmsg(fd, msg, f)
+    });
+    if r <= 0 {
+        return r;
+    }
+    // SAFETY: accepted by the kernel: a readable message.
     let first = unsafe { *msg };
     let iov: &[iovec] = if first.msg_iov.is_null() || first.msg_iovlen == 0 {
         &[]
     } else {
-        // SAFETY: by the contract, `msg_iov` holds `msg_iovlen` vectors.
+        // SAFETY: accepted by the kernel: `msg_iov` holds `msg_iovlen`
+        // (at most `IOV_MAX`) readable vectors.
         unsafe { std::slice::from_raw_parts(first.msg_iov, first.msg_iovlen) }
     };
-    let total: usize = iov.iter().map(|v| v.iov_len).sum();
+    let total = iov.iter().fold(0usize, |t, v| t.saturating_add(v.iov_len));
     let mut rest: Vec<iovec> = Vec::new();
-    calls::send_all(fd, total, flags, |done, f| {
-        if done == 0 {
-            // SAFETY: the caller's message as it is.
-            return unsafe { real::sendmsg(fd, msg, f) };
-        }
+    calls::send_rest(fd, total, flags, &mut deadline, r as usize, |done, f| {
         rest.clear();
         let mut skip = done;
         for v in iov {
@@ -509,33 +537,44 @@ unsafe fn select_in_task(
     e: *mut fd_set,
     timeout: *mut timeval,
 ) -> c_int {
-    if !(0..=libc::FD_SETSIZE as c_int).contains(&nfds) {
+    if nfds < 0 {
         return fail(libc::EINVAL);
     }
     // SAFETY: a non-null timeout is the caller's valid `timeval`.
     let t = match unsafe { timeout.as_ref() } {
         None => None,
-        Some(tv) if tv.tv_sec < 0 || !(0..1_000_000).contains(&tv.tv_usec) => {
-            return fail(libc::EINVAL)
-        }
-        Some(tv) => Some(Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000)),
+        Some(tv) => match select_timeout(tv) {
+            Some(t) => Some(t),
+            None => return fail(libc::EINVAL),
+        },
     };
+    // The kernel reads (and writes) the first `nfds` bits of each set, in
+    // whole words, but no more than the process's descriptor table holds.
+    let bits = if nfds as usize <= libc::FD_SETSIZE {
+        nfds as usize
+    } else {
+        (nfds as usize).min(fd_table_size().unwrap_or(libc::FD_SETSIZE))
+    };
+    let words = bits.div_ceil(WORD_BITS);
     // The sets as given, to ask again after each wait.
-    // SAFETY: each non-null set is the caller's valid `fd_set`.
-    let given = unsafe {
-        [
-            r.as_ref().copied(),
-            w.as_ref().copied(),
-            e.as_ref().copied(),
-        ]
+    let copy = |p: *mut fd_set| {
+        (!p.is_null()).then(|| {
+            // SAFETY: the caller's set, `words` words long (the kernel
+            // reads as many).
+            unsafe { std::slice::from_raw_parts(p.cast::<libc::c_ulong>(), words) }.to_vec()
+        })
     };
-    let zero_select = || {
-        for (p, g) in [r, w, e].into_iter().zip(given) {
+    let given = [copy(r), copy(w), copy(e)];
+    let restore = || {
+        for (p, g) in [r, w, e].into_iter().zip(&given) {
             if let Some(g) = g {
-                // SAFETY: `p` is the caller's non-null set (`g` is its copy).
-                unsafe { *p = g };
+                // SAFETY: `p` is the caller's non-null set, `g` its copy.
+                unsafe { std::ptr::copy_nonoverlapping(g.as_ptr(), p.cast(), g.len()) };
             }
         }
+    };
+    let zero_select = || {
+        restore();
         let mut zero = timeval {
             tv_sec: 0,
             tv_usec: 0,
@@ -549,7 +588,7 @@ unsafe fn select_in_task(
             let left = t.saturating_sub(crate::timer::now().saturating_duration_since(start));
             // SAFETY: the caller's non-null `timeval`.
             unsafe {
-                (*timeout).tv_sec = left.as_secs() as _;
+                (*timeout).tv_sec = left.as_secs().min(i64::MAX as u64) as _;
                 (*timeout).tv_usec = left.subsec_micros() as _;
             }
         }
@@ -559,14 +598,15 @@ unsafe fn select_in_task(
     if n != 0 || t == Some(Duration::ZERO) {
         return answer(n);
     }
+    let is = |s: &Option<Vec<libc::c_ulong>>, fd: usize| {
+        s.as_ref()
+            .is_some_and(|s| s[fd / WORD_BITS] >> (fd % WORD_BITS) & 1 != 0)
+    };
     let mut watched = Vec::new();
-    for fd in 0..nfds {
-        // SAFETY: `FD_ISSET` on copies of the caller's sets, within
-        // `FD_SETSIZE` (checked above).
-        let is = |s: Option<fd_set>| s.is_some_and(|s| unsafe { libc::FD_ISSET(fd, &s) });
-        let (rd, wr, ex) = (is(given[0]), is(given[1]), is(given[2]));
+    for fd in 0..bits {
+        let (rd, wr, ex) = (is(&given[0], fd), is(&given[1], fd), is(&given[2], fd));
         if rd || wr || ex {
-            watched.push((fd, rd || ex, wr));
+            watched.push((fd as c_int, rd || ex, wr));
         }
     }
     let deadline = t.and_then(|t| start.checked_add(t));
@@ -581,16 +621,68 @@ unsafe fn select_in_task(
             super::pause::Woke::TimedOut => return answer(zero_select()),
             super::pause::Woke::Failed(err) => {
                 // On failure the sets are left as they were given.
-                for (p, g) in [r, w, e].into_iter().zip(given) {
-                    if let Some(g) = g {
-                        // SAFETY: `p` is the caller's non-null set.
-                        unsafe { *p = g };
-                    }
-                }
+                restore();
                 return fail(err);
             }
         }
     }
+}
+
+/// Bits in a word of an `fd_set`, the unit the kernel copies them in.
+const WORD_BITS: usize = libc::c_ulong::BITS as usize;
+
+/// `select`'s timeout as the C library and the kernel take it: negative
+/// fields are invalid (`None`), and microseconds of a second or more carry
+/// into the seconds.
+fn select_timeout(tv: &timeval) -> Option<Duration> {
+    if tv.tv_sec < 0 || tv.tv_usec < 0 {
+        return None;
+    }
+    let usec = tv.tv_usec as u64;
+    let secs = (tv.tv_sec as u64).saturating_add(usec / 1_000_000);
+    Some(Duration::new(secs, (usec % 1_000_000) as u32 * 1000))
+}
+
+/// The size of this process's descriptor table (`FDSize` in
+/// `/proc/self/status`): the most bits of a set the kernel's `select`
+/// reads, whatever `nfds` says. Asked only for an `nfds` above
+/// `FD_SETSIZE`.
+fn fd_table_size() -> Option<usize> {
+    // SAFETY: a NUL-terminated path.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/self/status".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    let mut buf = [0u8; 4096];
+    let mut len = 0;
+    while len < buf.len() {
+        // SAFETY: the rest of `buf`, writable.
+        let n = unsafe { real::read(fd, buf[len..].as_mut_ptr().cast(), buf.len() - len) };
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+    }
+    // SAFETY: our own descriptor, opened above.
+    unsafe { real::close(fd) };
+    let key = b"\nFDSize:";
+    let at = buf[..len].windows(key.len()).position(|w| w == key)? + key.len();
+    let digits = buf[at..len]
+        .iter()
+        .skip_while(|b| b.is_ascii_whitespace())
+        .take_while(|b| b.is_ascii_digit());
+    let mut size = 0usize;
+    let mut any = false;
+    for d in digits {
+        size = size.checked_mul(10)?.checked_add(usize::from(d - b'0'))?;
+        any = true;
+    }
+    any.then_some(size)
 }
 
 /// A valid `timespec` as a duration.
