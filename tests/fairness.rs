@@ -196,14 +196,10 @@ where
     assert!(taken > 0, "{what}: the flood made no progress");
 }
 
-/// A plain thread writing `chunk` to a new connection to `listener`'s
-/// address as fast as it can, until the connection fails (the reading
-/// task dropped it) or `done` is set; the task's end of it.
-fn flooded_connection(
-    listener: &TcpListener,
-    chunk: &'static [u8],
-) -> (TcpStream, Arc<AtomicBool>) {
-    let addr = listener.local_addr().unwrap();
+/// A plain thread writing `chunk` to a new connection to `addr` as fast
+/// as it can, until the connection fails (the reading task dropped it)
+/// or the flag returned is set.
+fn flood_writer(addr: SocketAddr, chunk: &'static [u8]) -> Arc<AtomicBool> {
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
     std::thread::spawn(move || {
@@ -214,8 +210,33 @@ fn flooded_connection(
             }
         }
     });
+    done
+}
+
+/// A [`flood_writer`] to `listener`, and the task's end of its connection.
+fn flooded_connection(
+    listener: &TcpListener,
+    chunk: &'static [u8],
+) -> (TcpStream, Arc<AtomicBool>) {
+    let done = flood_writer(listener.local_addr().unwrap(), chunk);
     let (conn, _) = listener.accept().unwrap();
     (conn, done)
+}
+
+/// Reads `conn` in 1 KiB pieces, with a little work on each, until
+/// `stop`; the pieces read.
+fn read_pieces(mut conn: impl Read, stop: &Cell<bool>) -> u64 {
+    let mut buf = [0u8; 1024];
+    let mut n = 0;
+    while !stop.get() {
+        let got = conn.read(&mut buf).unwrap();
+        if got == 0 {
+            break;
+        }
+        work(&buf[..got], 2);
+        n += 1;
+    }
+    n
 }
 
 /// 160 lines of 100 bytes, written in one piece.
@@ -262,17 +283,8 @@ fn a_socket_read_line_by_line_shares_its_thread() {
 fn a_socket_read_in_pieces_shares_its_thread() {
     check("1 KiB reads", |stop| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (mut conn, done) = flooded_connection(&listener, &[7u8; 16 * 1024]);
-        let mut buf = [0u8; 1024];
-        let mut n = 0;
-        while !stop.get() {
-            let got = conn.read(&mut buf).unwrap();
-            if got == 0 {
-                break;
-            }
-            work(&buf[..got], 2);
-            n += 1;
-        }
+        let (conn, done) = flooded_connection(&listener, &[7u8; 16 * 1024]);
+        let n = read_pieces(conn, &stop);
         done.store(true, Ordering::Relaxed);
         n
     });
@@ -354,30 +366,10 @@ fn a_socket_read_through_futures_io_shares_its_thread() {
 fn a_std_socket_read_under_the_hook_shares_its_thread() {
     check("std reads under hook", |stop| {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let done = Arc::new(AtomicBool::new(false));
-        let d = done.clone();
-        std::thread::spawn(move || {
-            let mut s = std::net::TcpStream::connect(addr).unwrap();
-            let chunk = [7u8; 16 * 1024];
-            while !d.load(Ordering::Relaxed) {
-                if s.write_all(&chunk).is_err() {
-                    return;
-                }
-            }
-        });
+        let done = flood_writer(listener.local_addr().unwrap(), &[7u8; 16 * 1024]);
         // The hook pauses the task in `accept` and each `read`.
-        let (mut conn, _) = listener.accept().unwrap();
-        let mut buf = [0u8; 1024];
-        let mut n = 0;
-        while !stop.get() {
-            let got = conn.read(&mut buf).unwrap();
-            if got == 0 {
-                break;
-            }
-            work(&buf[..got], 2);
-            n += 1;
-        }
+        let (conn, _) = listener.accept().unwrap();
+        let n = read_pieces(conn, &stop);
         done.store(true, Ordering::Relaxed);
         n
     });
