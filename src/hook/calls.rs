@@ -36,6 +36,20 @@ impl CallDeadline {
     }
 }
 
+/// True for the descriptors of standard output and standard error, whose
+/// writes are always the plain calls, in a task too: std holds its
+/// `Stdout`/`Stderr` lock (a `RefCell` inside a lock that the same thread
+/// re-enters) across the write, so a task paused in it would make the next
+/// `println!` of another task on the thread panic with "already borrowed";
+/// and a task that is cancelled or panicking must still get its last words
+/// out, where a failed write to stderr inside the panic hook aborts the
+/// process. The price: a write to a full stdout or stderr pipe blocks the
+/// thread until the reader drains it, as it would without the hook.
+#[inline(always)]
+pub(super) fn is_stdio(fd: c_int) -> bool {
+    fd == libc::STDOUT_FILENO || fd == libc::STDERR_FILENO
+}
+
 /// One call on a socket the caller may have left blocking: `op` is made
 /// with `MSG_DONTWAIT` added to `flags`; while it would block and the
 /// caller's descriptor is in blocking mode, the task waits for readiness

@@ -171,7 +171,7 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> s
 /// As for `write(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if !in_task() {
+    if !in_task() || calls::is_stdio(fd) {
         // SAFETY: the caller's contract, passed on.
         return unsafe { real::write(fd, buf, n) };
     }
@@ -211,7 +211,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 /// As for `writev(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, iovcnt: c_int) -> ssize_t {
-    if !in_task() {
+    if !in_task() || calls::is_stdio(fd) {
         // SAFETY: the caller's contract, passed on.
         return unsafe { real::writev(fd, iov, iovcnt) };
     }
