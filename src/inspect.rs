@@ -485,6 +485,11 @@ pub struct TaskDump {
     /// Where it was paused; `None` for a task that has not started, or
     /// the one running.
     pub backtrace: Option<Backtrace>,
+    /// True for a task that was cancelled inside an intercepted C call
+    /// (feature `hook`) and runs on until its next own pause, where it is
+    /// torn down: its intercepted calls fail meanwhile (its sleeps still
+    /// sleep), and its backtrace names where it is.
+    pub cancelled: bool,
 }
 
 /// The tasks of one scheduler.
@@ -743,6 +748,11 @@ impl fmt::Display for Dump {
                 write!(f, ": {}, for {}", t.state, Ms(t.since))?;
                 if let Some(d) = t.deadline_in {
                     write!(f, ", deadline in {}", Ms(d))?;
+                }
+                if t.cancelled {
+                    f.write_str(
+                        " (cancelled inside an intercepted call; runs on to its next own pause)",
+                    )?;
                 }
                 writeln!(f)?;
                 let Some(bt) = &t.backtrace else { continue };

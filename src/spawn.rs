@@ -321,9 +321,13 @@ impl<T> JoinHandle<T> {
     /// itself goes on running until its next pause (its next `sleep`, read,
     /// `yield_now`, …) and is unwound there instead of pausing. With the
     /// feature `hook`, a task paused inside an intercepted C library call
-    /// cannot be unwound through the library's frames: it is resumed
-    /// instead, before `cancel` returns, its call failing with `ECANCELED`,
-    /// and unwound at its next own pause (see the `hook` module).
+    /// cannot be unwound through the library's frames: it is marked
+    /// cancelled and woken instead, and `cancel` returns at once. On its
+    /// next turn its call fails with `ECANCELED`, as do its later
+    /// intercepted calls (its sleeps still sleep their time, so a loop of
+    /// them does not spin), and it is unwound at its next own pause;
+    /// until then [`diag::dump`](crate::diag::dump) lists it as cancelled
+    /// (see the `hook` module).
     ///
     /// # Panics
     ///
@@ -344,7 +348,7 @@ impl<T> JoinHandle<T> {
         if self.is_finished() {
             return;
         }
-        scheduler::with_scheduler("JoinHandle::cancel", |s| s.cancel(self.id));
+        scheduler::with_scheduler("JoinHandle::cancel", |s| s.cancel_soon(self.id));
     }
 }
 

@@ -90,6 +90,13 @@ fn suspend_or(op: Op, outside: impl FnOnce(Op) -> Resume) -> Resume {
         if std::thread::panicking() {
             return Resume::Cancelled;
         }
+        #[cfg(feature = "hook")]
+        if cx.cancelled_own_pause() {
+            // Cancelled inside an intercepted call (feature `hook`), it
+            // ran on to a pause of its own: its last. The scheduler tears
+            // it down here, unwinding its stack from this pause.
+            crate::scheduler::with_scheduler("suspend", |s| s.cancel(cx.id));
+        }
         match cx.timeout_scope() {
             None => cx.pause(op),
             Some(t) => timeout::scoped(op, t, |op| cx.pause(op)),

@@ -560,6 +560,15 @@ impl TaskContext {
         self.pause(op)
     }
 
+    /// True once the task was cancelled inside an intercepted call and now
+    /// makes a pause of its own (not from inside such a call): the pause at
+    /// which it is to be torn down.
+    #[cfg(feature = "hook")]
+    #[inline]
+    pub(crate) fn cancelled_own_pause(&self) -> bool {
+        self.foreign.cancelled.get() && !self.foreign.paused.get()
+    }
+
     /// The task's earliest active timeout.
     #[inline]
     pub(crate) fn timeout_scope(&self) -> Option<TimeoutScope> {
@@ -948,6 +957,52 @@ pub(crate) fn drop_task(header: OwnedHeader) {
         FORCED_UNWIND.with(|f| f.replace(true)),
     );
     drop(header);
+}
+
+/// True while the task of `header` is paused inside an intercepted call
+/// (feature `hook`; always false without).
+///
+/// # Safety
+///
+/// `header` must be a live header whose task is not running.
+pub(crate) unsafe fn paused_in_foreign_call(header: NonNull<TaskHeader>) -> bool {
+    // SAFETY: the header is live (the contract); `paused` is a plain cell
+    // only the task's own code writes, and it is not running.
+    unsafe { (*ptr::addr_of!((*header.as_ptr()).cx)).foreign.paused.get() }
+}
+
+/// True when the task of `header` was cancelled inside an intercepted
+/// call and runs on until its next own pause (see [`ForeignState`]).
+///
+/// # Safety
+///
+/// As for [`paused_in_foreign_call`].
+pub(crate) unsafe fn cancelled_in_foreign_call(header: NonNull<TaskHeader>) -> bool {
+    // SAFETY: as in `paused_in_foreign_call`.
+    unsafe {
+        (*ptr::addr_of!((*header.as_ptr()).cx))
+            .foreign
+            .cancelled
+            .get()
+    }
+}
+
+/// Marks the task of `header`, paused inside an intercepted call, as
+/// cancelled: from its next resume its intercepted calls fail (or, for a
+/// sleep, wait without being cut short), and its next own pause is its
+/// last.
+///
+/// # Safety
+///
+/// As for [`paused_in_foreign_call`].
+pub(crate) unsafe fn cancel_in_foreign_call(header: NonNull<TaskHeader>) {
+    // SAFETY: as in `paused_in_foreign_call`.
+    unsafe {
+        (*ptr::addr_of!((*header.as_ptr()).cx))
+            .foreign
+            .cancelled
+            .set(true)
+    }
 }
 
 /// How many times [`drop_task`] resumes a task that stays paused inside

@@ -813,3 +813,97 @@ fn a_changed_read_timeout_is_the_one_kept() {
         let _a = writer.join().unwrap();
     });
 }
+
+/// CPU time of the calling thread so far.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: one valid `timespec` to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// An address nobody listens on: a connect there is refused at once.
+fn dead_address() -> std::net::SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+/// A reconnect loop, as clients write them: connect, and on failure sleep
+/// 200 ms and try again, until `until` says stop.
+fn reconnect_loop(addr: std::net::SocketAddr, until: impl Fn() -> bool) -> u32 {
+    let mut tries = 0;
+    while !until() {
+        tries += 1;
+        if TcpStream::connect(addr).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    tries
+}
+
+/// A reconnect loop cancelled with `JoinHandle::cancel`: `cancel` returns
+/// at once, and the loop, which cannot be unwound from inside its calls,
+/// runs on without spinning (its sleeps still sleep) and without holding
+/// the thread; a dump shows it cancelled and still running.
+#[test]
+fn a_cancelled_reconnect_loop_neither_spins_nor_holds_the_thread() {
+    let addr = dead_address();
+    yieldloop::run(move || {
+        let looper = yieldloop::Builder::new()
+            .name("reconnect")
+            .spawn(move || reconnect_loop(addr, || false))
+            .unwrap();
+        yieldloop::sleep(Duration::from_millis(100));
+        let t = Instant::now();
+        looper.cancel();
+        assert!(
+            t.elapsed() < Duration::from_millis(100),
+            "{:?}",
+            t.elapsed()
+        );
+        let stop = Rc::new(Cell::new(false));
+        let tick = ticker(stop.clone());
+        let cpu = thread_cpu();
+        yieldloop::sleep(Duration::from_secs(1));
+        let spent = thread_cpu() - cpu;
+        stop.set(true);
+        let gap = tick.join().unwrap();
+        assert!(gap < GAP_LIMIT, "the ticker stalled for {gap:?}");
+        assert!(
+            spent < Duration::from_millis(400),
+            "{spent:?} of CPU in 1 s"
+        );
+        let dump = yieldloop::diag::dump();
+        let task = dump
+            .tasks()
+            .find(|t| t.name.as_deref() == Some("reconnect"))
+            .expect("the loop runs on");
+        assert!(task.cancelled, "{dump}");
+        assert!(format!("{dump}").contains("cancelled inside an intercepted call"));
+    });
+}
+
+/// A reconnect loop whose timeout scope has passed: its connects fail at
+/// once, and its sleeps still sleep, so it does not spin.
+#[test]
+fn a_timed_out_reconnect_loop_does_not_spin() {
+    let addr = dead_address();
+    yieldloop::run(move || {
+        let cpu = thread_cpu();
+        let t = Instant::now();
+        let r = yieldloop::timeout(Duration::from_millis(300), || {
+            reconnect_loop(addr, || t.elapsed() >= Duration::from_millis(1200))
+        });
+        assert!(r.is_err());
+        let spent = thread_cpu() - cpu;
+        assert!(
+            spent < Duration::from_millis(500),
+            "{spent:?} of CPU in {:?}",
+            t.elapsed()
+        );
+    });
+}

@@ -767,9 +767,6 @@ pub(super) fn wait_any(watched: &[(c_int, bool, bool)], deadline: Option<Instant
 /// deadline or a cancellation returns as if it had slept its full time.
 /// The scope's expiry is recorded, and the task's next own pause unwinds.
 pub(super) fn sleep(d: Duration) {
-    if pause::cancelled() {
-        return;
-    }
     let Some(at) = crate::timer::now().checked_add(d) else {
         // Longer than the clock can count: forever.
         let _ = pause::pause(None, false, |dl| {
@@ -777,6 +774,14 @@ pub(super) fn sleep(d: Duration) {
         });
         return;
     };
+    if pause::cancelled() || pause::scope_expired() {
+        // A task cancelled inside an intercepted call, or whose timeout
+        // scope has passed, that sleeps again (a reconnect loop between
+        // two failed connects): the sleep is not cut short again, or the
+        // loop would spin, holding the thread; it sleeps its time.
+        pause::sleep_regardless(at);
+        return;
+    }
     loop {
         match pause::pause(Some(at), true, |dl| {
             crate::protocol::Op::Wait(dl.unwrap_or(at))

@@ -86,6 +86,30 @@ pub(super) fn proceed() -> bool {
     })
 }
 
+/// True when the running task's earliest timeout scope has passed: the
+/// calls inside it fail at once.
+pub(super) fn scope_expired() -> bool {
+    task::with_running(|cx| {
+        cx.and_then(TaskContext::timeout_scope)
+            .is_some_and(|s| crate::timer::now() >= s.deadline)
+    })
+}
+
+/// Sleeps the running task until `at`, from inside an intercepted call,
+/// whatever else happens meanwhile: neither a cancellation (which only
+/// wakes the task early, to pause again) nor a timeout scope cuts it
+/// short. For a task whose calls would otherwise all fail at once.
+pub(super) fn sleep_regardless(at: Instant) {
+    task::with_running(|cx| {
+        let Some(cx) = cx else {
+            return;
+        };
+        while crate::timer::now() < at {
+            let _ = cx.pause_foreign(Op::Wait(at));
+        }
+    });
+}
+
 /// How a pause from inside an intercepted call ended.
 #[derive(Debug)]
 pub(super) enum Woke {

@@ -128,6 +128,13 @@ impl Scheduler {
                     since: Duration::from_millis(u64::from(clock.wrapping_sub(since))),
                     deadline_in: deadline.map(|d| d.saturating_duration_since(now)),
                     backtrace: None,
+                    cancelled: t.header.as_ref().is_some_and(|h| {
+                        // SAFETY: the header is live while its record is in
+                        // the table; a running task (the one asking) is
+                        // not read: its flag is its own.
+                        !matches!(t.state, TaskState::Running { .. })
+                            && unsafe { task::cancelled_in_foreign_call(h.as_ptr()) }
+                    }),
                 },
                 capture,
             });

@@ -330,7 +330,57 @@ impl Scheduler {
         }
     }
 
-    /// Cancels a task: see [`JoinHandle::cancel`](crate::JoinHandle::cancel).
+    /// Cancels a task as [`JoinHandle::cancel`](crate::JoinHandle::cancel)
+    /// does: as [`cancel`](Self::cancel), except for a task paused inside
+    /// an intercepted call (feature `hook`), whose frames of foreign code
+    /// an unwind must not cross. Such a task is not torn down on the spot:
+    /// it is marked cancelled and woken, its call fails (a sleep goes on
+    /// sleeping), and it runs on, in its turns, until a pause of its own,
+    /// where it is torn down. So a task that keeps making intercepted calls
+    /// (a reconnect loop) neither spins nor holds the caller, and a dump
+    /// shows it cancelled and still running.
+    pub(crate) fn cancel_soon(&self, id: TaskId) {
+        {
+            let mut core = self.core.borrow_mut();
+            let Some(t) = core.tasks.get_mut(id) else {
+                return;
+            };
+            let Some(h) = &t.header else {
+                return;
+            };
+            let h = h.as_ptr();
+            let paused = !matches!(t.state, TaskState::Running { .. })
+                // SAFETY: the header is live while its record is in the
+                // table, and its task is not running.
+                && unsafe { task::paused_in_foreign_call(h) };
+            if paused {
+                // SAFETY: as above.
+                unsafe { task::cancel_in_foreign_call(h) };
+                match t.state {
+                    TaskState::Waiting { token, .. } => {
+                        let w = WaitToken { key: id.key, token };
+                        core.waking()
+                            .wake_if_waiting(w, Resume::Cancelled, "cancel");
+                    }
+                    TaskState::Queued { .. } => t.resume = Some(Resume::Cancelled),
+                    TaskState::Running { .. } => {}
+                }
+                drop(core);
+                if trace::on() {
+                    trace::emit(format_args!(
+                        "cancel task {} (inside an intercepted call: it runs on to its next own pause)",
+                        id.serial
+                    ));
+                }
+                return;
+            }
+        }
+        self.cancel(id);
+    }
+
+    /// Cancels a task on the spot: a paused task is torn down before this
+    /// returns (see [`task::drop_task`]), the running one at its next
+    /// pause. What a scope's end needs: its tasks borrow from it.
     pub(crate) fn cancel(&self, id: TaskId) {
         let header = {
             let mut core = self.core.borrow_mut();
