@@ -139,7 +139,15 @@ pub(crate) fn coarse_now_ns() -> u64 {
 
 /// Prints the warning for a resume of task `serial` that held the thread
 /// for at least `held`.
-pub(crate) fn warn(serial: u64, name: Option<&str>, held: Duration, limit: Duration) {
+/// `cancelled`: the task was cancelled inside an intercepted call (feature
+/// `hook`) and runs on until its next own pause; the warning says so.
+pub(crate) fn warn(
+    serial: u64,
+    name: Option<&str>,
+    held: Duration,
+    limit: Duration,
+    cancelled: bool,
+) {
     if crate::observe::slow_task(serial, name, held.as_secs_f64() * 1e3, limit.as_millis()) {
         return;
     }
@@ -150,9 +158,15 @@ pub(crate) fn warn(serial: u64, name: Option<&str>, held: Duration, limit: Durat
          task at a call that could pause (a read, a receive, a lock): a loop of pure \
          computation needs yieldloop::yield_now() every so often, work that blocks or \
          computes for long belongs on yieldloop::spawn_blocking, and a task that must \
-         not share its thread on a worker of its own (Runtime::spawn_on).",
+         not share its thread on a worker of its own (Runtime::spawn_on).{}",
         held.as_secs_f64() * 1e3,
-        limit.as_millis()
+        limit.as_millis(),
+        if cancelled {
+            " It was cancelled inside an intercepted call and runs on until its next own \
+             pause; diag::dump() shows where it is."
+        } else {
+            ""
+        }
     );
 }
 

@@ -205,3 +205,38 @@ fn two_tasks_print_into_a_slow_stdout_pipe() {
 fn two_tasks_print_into_a_slow_stdout_socket() {
     check_two_tasks_print("two_tasks_print_into_a_slow_stdout_socket", Sink::Socket);
 }
+
+/// The slow-task warning about a task cancelled inside an intercepted call
+/// that then holds the thread says that it was cancelled and runs on.
+#[test]
+fn the_slow_task_warning_names_a_cancelled_task() {
+    let name = "the_slow_task_warning_names_a_cancelled_task";
+    if in_child(name) {
+        yieldloop::diag::set_slow_task_threshold(Some(Duration::from_millis(100)));
+        yieldloop::run(|| {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let worker = yieldloop::spawn(move || {
+                let mut s = std::net::TcpStream::connect(addr).unwrap();
+                // Paused here by the hook, then cancelled: the read fails.
+                let _ = s.read(&mut [0u8; 16]);
+                // Computes for 300 ms without pausing, then ends.
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_millis(300) {
+                    std::hint::spin_loop();
+                }
+            });
+            let (_peer, _) = listener.accept().unwrap();
+            yieldloop::sleep(Duration::from_millis(20));
+            worker.cancel();
+            let _ = worker.join();
+        });
+        return;
+    }
+    let (ok, err, out) = run_child(name, Sink::Pipe, false, Duration::ZERO);
+    assert!(ok, "the child failed\n--- stderr:\n{err}--- stdout:\n{out}");
+    assert!(
+        err.contains("ran for at least") && err.contains("cancelled inside an intercepted call"),
+        "stderr:\n{err}"
+    );
+}

@@ -325,7 +325,26 @@ impl Scheduler {
                 .find(|(_, t)| t.id.serial == flag.task)
                 .and_then(|(_, t)| t.name.clone())
         };
-        crate::slow_task::warn(flag.task, name.as_deref(), flag.held.max(limit), limit);
+        let cancelled = {
+            let core = self.core.borrow();
+            let header = core
+                .tasks
+                .slab
+                .iter()
+                .find(|(_, t)| t.id.serial == flag.task)
+                .and_then(|(_, t)| t.header.as_ref().map(|h| h.as_ptr()));
+            // SAFETY: the header is live while its record is in the table
+            // (the borrow holds it there), and no task runs while the
+            // scheduler does this.
+            header.is_some_and(|h| unsafe { task::cancelled_in_foreign_call(h) })
+        };
+        crate::slow_task::warn(
+            flag.task,
+            name.as_deref(),
+            flag.held.max(limit),
+            limit,
+            cancelled,
+        );
     }
 
     /// The name of a live task.
