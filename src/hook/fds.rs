@@ -1,18 +1,27 @@
 //! What the hook knows about descriptors: what kind each is (a socket, a
 //! pipe, anything else), and its registration with this thread's reactor.
 //!
-//! Kept per thread, in a table indexed by descriptor number, because a
-//! registration belongs to the thread's scheduler. A descriptor number is
-//! reused as soon as it is closed, on any thread, so every entry carries
-//! the process-wide *generation* of its number at the time it was made:
-//! the `close` hook bumps the generation (from any thread), and an entry
-//! whose generation is behind is stale and made anew. A descriptor closed
-//! without the hook seeing it (`dup2` over it, a raw system call, the C
-//! library's own internal `close`) is caught on the way to a wait: a
-//! registration also remembers the file's device and inode, checked with
-//! `fstat` before every wait.
+//! The kind belongs to the descriptor number, so it is kept process-wide,
+//! in a fixed table of atomic words indexed by number (zeroed memory of
+//! the executable, touched only where used): looking it up, and learning
+//! it with `fstat`, allocates nothing, takes no lock and touches no
+//! thread-local state, so a signal handler's `write` to its self-pipe can
+//! make it while the code it interrupted holds the allocator's lock. A
+//! registration belongs to the thread's scheduler, so it is kept per
+//! thread, in a table made on the thread's first wait (the one path that
+//! allocates, and one a signal handler's call never takes: it only waits
+//! on a descriptor left blocking).
+//!
+//! A descriptor number is reused as soon as it is closed, on any thread,
+//! so each number has a process-wide *generation*, kept in the same word
+//! as its kind: the `close` hook bumps the generation (from any thread)
+//! and forgets the kind, and a per-thread entry whose generation is behind
+//! is stale and made anew. A descriptor closed without the hook seeing it
+//! (`dup2` over it, a raw system call, the C library's own internal
+//! `close`) is caught on the way to a wait: a registration also remembers
+//! the file's device and inode, checked with `fstat` before every wait.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -23,14 +32,31 @@ use libc::c_int;
 use crate::protocol::{IoId, SchedulerId};
 use crate::scheduler;
 
-/// Descriptor numbers below this have a generation of their own; higher
-/// ones share generation 0 (their kind is then looked up again only if a
-/// call finds it wrong, and their registrations rest on the inode check).
-const TRACKED: usize = 1 << 16;
+/// Descriptor numbers below this have a word of their own (a generation
+/// and a kind): Linux's default ceiling on descriptor numbers
+/// (`fs.nr_open`). Higher ones share generation 0, and their kind is
+/// looked up with `fstat` on each call (their registrations rest on the
+/// inode check).
+const TRACKED: usize = 1 << 20;
 
-/// The generation of each descriptor number: bumped by every `close` the
-/// hook sees. 256 KiB of zeroed memory, touched only where used.
-static GENERATION: [AtomicU32; TRACKED] = [const { AtomicU32::new(0) }; TRACKED];
+/// Per-thread entries below this number are kept by index, above it in a
+/// map, so that one high descriptor number does not cost a table that
+/// long.
+const LOW: usize = 1 << 16;
+
+/// The low two bits of a number's word: its kind (see [`Kind::bits`]).
+const KIND_MASK: u32 = 0b11;
+/// What one `close` adds to a number's word: the generation is the word
+/// shifted right by two.
+const GEN_STEP: u32 = 1 << 2;
+
+/// The word of each descriptor number: its generation, bumped by every
+/// `close` the hook sees, above the kind found for it since (two bits,
+/// 0 for not looked at yet). 4 MiB of zeroed memory, touched only where
+/// used.
+// SAFETY: an `AtomicU32` has the size and bit validity of a `u32`, so an
+// array of zeroed `u32`s is an array of `AtomicU32`s holding 0.
+static WORDS: [AtomicU32; TRACKED] = unsafe { std::mem::transmute([0u32; TRACKED]) };
 
 /// What a descriptor is, as far as the hook cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +70,26 @@ pub(super) enum Kind {
     Pipe,
     /// A regular file, a terminal, a device, anything else: the plain call.
     Other,
+}
+
+impl Kind {
+    const fn bits(self) -> u32 {
+        match self {
+            Kind::Unknown => 0,
+            Kind::Socket => 1,
+            Kind::Pipe => 2,
+            Kind::Other => 3,
+        }
+    }
+
+    const fn from_bits(b: u32) -> Kind {
+        match b & KIND_MASK {
+            0 => Kind::Unknown,
+            1 => Kind::Socket,
+            2 => Kind::Pipe,
+            _ => Kind::Other,
+        }
+    }
 }
 
 /// Bumped by every `setsockopt` of `SO_RCVTIMEO` or `SO_SNDTIMEO` the hook
@@ -70,12 +116,12 @@ struct Reg {
     ino: u64,
 }
 
-/// The hook's record of one descriptor number on this thread.
+/// The hook's record of one descriptor number on this thread, for its
+/// waits.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     /// The number's generation when this entry was made.
     gen: u32,
-    kind: Kind,
     reg: Option<Reg>,
     /// The socket's timeouts, once read.
     timeouts: Option<Timeouts>,
@@ -83,14 +129,12 @@ struct Entry {
 
 const EMPTY: Entry = Entry {
     gen: 0,
-    kind: Kind::Unknown,
     reg: None,
     timeouts: None,
 };
 
-/// This thread's entries: by index below [`TRACKED`] (grown on demand),
-/// in a map above, so that one high descriptor number does not cost a
-/// table that long.
+/// This thread's entries: by index below [`LOW`] (grown on demand), in a
+/// map above.
 #[derive(Debug, Default)]
 struct Table {
     low: Vec<Entry>,
@@ -100,7 +144,7 @@ struct Table {
 impl Table {
     fn entry(&mut self, fd: c_int) -> &mut Entry {
         let i = fd as usize;
-        if i >= TRACKED {
+        if i >= LOW {
             return self.high.entry(fd).or_insert(EMPTY);
         }
         if self.low.len() <= i {
@@ -111,7 +155,7 @@ impl Table {
 
     fn get_mut(&mut self, fd: c_int) -> Option<&mut Entry> {
         let i = fd as usize;
-        if i >= TRACKED {
+        if i >= LOW {
             self.high.get_mut(&fd)
         } else {
             self.low.get_mut(i)
@@ -120,26 +164,40 @@ impl Table {
 }
 
 thread_local! {
-    /// This thread's entries. Never borrowed across a pause.
+    /// This thread's entries. Never borrowed across a pause. Touched only
+    /// on the way to a wait, and by a `close` on a thread where that has
+    /// happened ([`TABLE_MADE`]).
     static TABLE: RefCell<Option<Table>> = const { RefCell::new(None) };
+    /// True once this thread has touched [`TABLE`]. A plain `Cell` without
+    /// a destructor, so reading it is a plain load: no lazy
+    /// initialisation, no destructor registered (which allocates), as a
+    /// `close` from a signal handler or from a thread without a scheduler
+    /// requires.
+    static TABLE_MADE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The word of `fd`'s number, if it has one.
+#[inline]
+fn word(fd: c_int) -> Option<&'static AtomicU32> {
+    WORDS.get(usize::try_from(fd).ok()?)
 }
 
 /// The current generation of `fd`'s number.
 #[inline]
 fn generation(fd: c_int) -> u32 {
-    GENERATION
-        .get(fd as usize)
-        .map_or(0, |g| g.load(Ordering::Acquire))
+    word(fd).map_or(0, |w| w.load(Ordering::Acquire) >> 2)
 }
 
 /// Runs `f` on this thread's entry for `fd` (stale entries reset first).
 /// A stale registration found on the way is freed once the table is let
 /// go of (freeing it may wake wakers, which may call back in). `None`
 /// when the table is in use already: a call made from inside the hook's
-/// own bookkeeping (a signal handler's `write`, say), which then gets the
-/// plain treatment.
+/// own bookkeeping, which then gets the plain treatment.
+///
+/// Allocates (the table, and its growth): only for a wait.
 fn with_entry<R>(fd: c_int, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
     let gen = generation(fd);
+    TABLE_MADE.set(true);
     let (r, stale) = TABLE.with(|t| {
         let mut t = t.try_borrow_mut().ok()?;
         let e = t.get_or_insert_with(Table::default).entry(fd);
@@ -156,14 +214,17 @@ fn with_entry<R>(fd: c_int, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
     Some(r)
 }
 
-/// The kind of `fd`, looked up with `fstat` the first time.
+/// The kind of `fd`, looked up with `fstat` the first time (for numbers
+/// above [`TRACKED`], every time). Allocates nothing, takes no lock and
+/// touches no thread-local state: safe in a signal handler.
+#[inline]
 pub(super) fn kind(fd: c_int) -> Kind {
     if fd < 0 {
         return Kind::Other;
     }
-    let Some(known) = with_entry(fd, |e| e.kind) else {
-        return Kind::Other;
-    };
+    let w = word(fd);
+    let seen = w.map_or(0, |w| w.load(Ordering::Acquire));
+    let known = Kind::from_bits(seen);
     if known != Kind::Unknown {
         return known;
     }
@@ -176,13 +237,22 @@ pub(super) fn kind(fd: c_int) -> Kind {
         // A bad descriptor: the plain call reports it.
         None => return Kind::Other,
     };
-    let _ = with_entry(fd, |e| e.kind = kind);
+    // Kept unless a `close` (or another lookup) changed the word since.
+    if let Some(w) = w {
+        let _ = w.compare_exchange(
+            seen,
+            seen | kind.bits(),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+    }
     kind
 }
 
 /// The socket timeout of `fd` for reads (`write`: writes), from this
 /// thread's entry while no `setsockopt` of a timeout came since it was
 /// read, else from `read_both(write)`, called for both directions and kept.
+/// Asked only on the way to a wait.
 pub(super) fn socket_timeout(
     fd: c_int,
     write: bool,
@@ -208,10 +278,35 @@ pub(super) fn timeouts_changed() {
     TIMEOUTS_EPOCH.fetch_add(1, Ordering::AcqRel);
 }
 
-/// Forgets what kind `fd` was: a call found it was not what the entry
+/// Forgets what kind `fd` was: a call found it was not what the word
 /// said (a number closed and reused where the hook did not see it).
 pub(super) fn forget_kind(fd: c_int) {
-    let _ = with_entry(fd, |e| e.kind = Kind::Unknown);
+    if let Some(w) = word(fd) {
+        let _ = w.fetch_and(!KIND_MASK, Ordering::AcqRel);
+    }
+}
+
+/// [`pause::proceed`](super::pause::proceed) for a call on `fd`: spends
+/// a unit of the task's budget, and when it is spent pauses the task
+/// first (false if it was cancelled meanwhile) — unless `fd` is
+/// non-blocking, whose calls never pause: such a call may come from a
+/// signal handler that interrupted the task (a write to a self-pipe),
+/// where a pause would run the scheduler and the other tasks inside the
+/// handler, with the interrupted code's locks (the allocator's) held.
+/// The `fcntl` is made only when the budget is spent.
+// Called from `calls` in place of `pause::proceed()` (to be wired there).
+#[allow(dead_code)]
+pub(super) fn proceed(fd: c_int) -> bool {
+    crate::task::with_running(|cx| match cx {
+        Some(cx) if cx.spend_budget() => {
+            if nonblocking(fd) {
+                return true;
+            }
+            let _ = cx.pause_foreign(crate::protocol::Op::Defer);
+            !cx.foreign_cancelled()
+        }
+        _ => true,
+    })
 }
 
 /// `fstat` of `fd`.
@@ -292,15 +387,30 @@ fn forget(reg: Reg) {
 }
 
 /// Called by the `close` hook before the descriptor closes, on any
-/// thread: bumps the number's generation, and takes the descriptor out of
-/// this thread's reactor if the hook registered it here.
+/// thread: bumps the number's generation (forgetting its kind), and takes
+/// the descriptor out of this thread's reactor if the hook registered it
+/// here. On a thread that never waited in a hooked call, and in a child
+/// process after `fork`, that is one atomic update and one plain
+/// thread-local load: nothing allocated, no lock. (In the child, the
+/// reactor's poller is the parent's too: telling it would take the
+/// descriptor out of the parent's.)
 pub(super) fn closing(fd: c_int) {
     if fd < 0 {
         return;
     }
-    let gen = generation(fd);
-    if let Some(g) = GENERATION.get(fd as usize) {
-        g.fetch_add(1, Ordering::AcqRel);
+    let gen = match word(fd) {
+        Some(w) => {
+            let was = w
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                    Some((v & !KIND_MASK).wrapping_add(GEN_STEP))
+                })
+                .unwrap_or_else(|v| v);
+            was >> 2
+        }
+        None => 0,
+    };
+    if !TABLE_MADE.get() || super::fork::forked() {
+        return;
     }
     let reg = TABLE
         .try_with(|t| {

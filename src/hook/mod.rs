@@ -65,6 +65,48 @@
 //! | `select` with `tv_usec` of 1,000,000 or more | the C library carries whole seconds out of `tv_usec`; a negative `tv_sec` or `tv_usec` is `EINVAL`; the time not slept is left in the timeout, normalised | the same |
 //! | `select` with `nfds` above `FD_SETSIZE` (1024) | taken: the kernel reads (and writes) no more bits of each set than the process's descriptor table holds; only a negative `nfds` is `EINVAL` | the same: for such an `nfds` the table's size is read from `/proc/self/status` (`FDSize`) |
 //!
+//! # Signal handlers and `fork`
+//!
+//! Where the C library's function is async-signal-safe, so is the
+//! intercepted one, in these cases (the fast path allocates nothing, takes
+//! no lock and touches no thread-local state that is initialised lazily or
+//! has a destructor):
+//!
+//! - every intercepted call from a thread that is not running a task (a
+//!   plain thread, the blocking pool, the scheduler's own code), and in a
+//!   child process after `fork`: one thread-local load, then the C
+//!   library's function;
+//! - `read`, `readv`, `recv`, `recvfrom`, `recvmsg`, `write`, `writev`,
+//!   `send`, `sendto`, `sendmsg` on a **non-blocking** descriptor (or with
+//!   `MSG_DONTWAIT`) from a handler that interrupted a task: the kind of
+//!   the descriptor is looked up in a fixed process-wide table (an `fstat`
+//!   the first time), and such a call never pauses the task, even when
+//!   its budget is spent (an `fcntl` then checks the mode). The usual
+//!   self-pipe write is of this kind;
+//! - `close` (on any thread), `setsockopt`: an atomic update, and for a
+//!   `close` of a descriptor that a task of the interrupted thread has
+//!   waited on, the removal of its registration from the reactor, which is
+//!   made only if the scheduler's state is not in use and may free memory:
+//!   close such a descriptor outside the handler.
+//!
+//! Not safe in a handler that interrupts a task: any of these calls on a
+//! descriptor left **blocking** (it may pause the task inside the handler),
+//! the sleeps (they pause the task), `poll`, `ppoll` and `select` with a
+//! timeout, `connect`, `accept`, and `getaddrinfo` (not async-signal-safe
+//! in the C library either). A self-pipe must be non-blocking anyway.
+//!
+//! `fork` is intercepted too: the C library's, and in the child (one
+//! thread, with a copy of the schedulers' memory and the parent's
+//! reactor's poller, which it shares with the parent) every intercepted
+//! call from then on is the plain one, and a `close` leaves the reactor
+//! alone. So a task may `fork` and have the child make plain calls
+//! (`usleep`, `write`, `execve`, `_exit`); the child never runs the
+//! scheduler or the parent's tasks, and the parent is unaffected. The
+//! child must not use yieldloop's own API (`spawn`, `sleep`, channels),
+//! which would switch to the copy of the parent's tasks. A child made
+//! without the `fork` name (a raw `clone`, `vfork`, `posix_spawn`) is not
+//! marked, and must `exec` or `_exit` at once.
+//!
 //! # Timeouts, cancellation and teardown
 //!
 //! The caller of an intercepted call is foreign code: a C library, or an
@@ -186,6 +228,8 @@ compile_error!(
 mod calls;
 #[cfg(target_os = "linux")]
 mod fds;
+#[cfg(target_os = "linux")]
+mod fork;
 #[cfg(target_os = "linux")]
 mod lookup;
 #[cfg(target_os = "linux")]

@@ -90,6 +90,7 @@ static USLEEP: Real = Real::new(c"usleep");
 static SLEEP: Real = Real::new(c"sleep");
 static GETADDRINFO: Real = Real::new(c"getaddrinfo");
 static SETSOCKOPT: Real = Real::new(c"setsockopt");
+static FORK: Real = Real::new(c"fork");
 
 // Each function below calls the C library's definition with the caller's
 // arguments. The transmutes are sound because each `Real` is looked up by
@@ -480,4 +481,18 @@ pub(super) unsafe fn setsockopt(
         unsafe { mem::transmute(SETSOCKOPT.addr()) };
     // SAFETY: the caller's contract is the function's.
     unsafe { f(fd, level, name, val, len) }
+}
+
+/// `fork(2)`, the C library's (which runs the `pthread_atfork` handlers).
+///
+/// # Safety
+///
+/// As for `fork(2)`: in a multithreaded program, the child may only make
+/// async-signal-safe calls until it calls `exec` or `_exit`.
+#[inline(always)]
+pub(super) unsafe fn fork() -> libc::pid_t {
+    // SAFETY: see the comment above these functions.
+    let f: unsafe extern "C" fn() -> libc::pid_t = unsafe { mem::transmute(FORK.addr()) };
+    // SAFETY: the caller's contract is the function's.
+    unsafe { f() }
 }
