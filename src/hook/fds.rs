@@ -294,8 +294,6 @@ pub(super) fn forget_kind(fd: c_int) {
 /// where a pause would run the scheduler and the other tasks inside the
 /// handler, with the interrupted code's locks (the allocator's) held.
 /// The `fcntl` is made only when the budget is spent.
-// Called from `calls` in place of `pause::proceed()` (to be wired there).
-#[allow(dead_code)]
 pub(super) fn proceed(fd: c_int) -> bool {
     crate::task::with_running(|cx| match cx {
         Some(cx) if cx.spend_budget() => {

@@ -118,13 +118,19 @@
 //!   expiry is recorded in the task, and the scope's `timeout` returns
 //!   `Err(Elapsed)` when its closure returns (the task's next own pause
 //!   inside the scope unwinds to it as usual);
-//! - when the task is cancelled ([`JoinHandle::cancel`](crate::JoinHandle::cancel),
-//!   a [`scope`](crate::scope()) tearing its tasks down, [`run`](crate::run)
-//!   or a [`Runtime`](crate::Runtime) ending) during the call, it is not
-//!   unwound but resumed: the call fails with **`ECANCELED`**, as does
-//!   every intercepted call it makes from then on, and at its next own
-//!   pause (a yieldloop call that waits) it is torn down as any other
-//!   cancelled task. This happens before the cancellation returns. A task
+//! - when the task is cancelled by [`JoinHandle::cancel`](crate::JoinHandle::cancel)
+//!   during the call, it is not unwound: it is marked cancelled and woken,
+//!   and `cancel` returns at once. On its next turn the call fails with
+//!   **`ECANCELED`**, as does every intercepted I/O call it makes from then
+//!   on; it runs on, in its turns like any task, until its next own pause
+//!   (a yieldloop call that waits), where it is torn down as any other
+//!   cancelled task. Meanwhile [`diag::dump`](crate::diag::dump) lists it
+//!   as cancelled (`TaskDump::cancelled`), with its backtrace, and the
+//!   slow-task warning says so if it holds the thread;
+//! - when a [`scope`](crate::scope()) tears its tasks down, or
+//!   [`run`](crate::run) or a [`Runtime`](crate::Runtime) ends, the
+//!   teardown cannot wait: a task inside such a call is resumed on the spot
+//!   (its call failing with `ECANCELED`) until it pauses on its own. A task
 //!   that is still paused inside intercepted calls after eight such
 //!   resumes is left as it is: its stack is leaked, never unwound. So is
 //!   one torn down while its thread unwinds (a `timeout` or a panic
@@ -134,7 +140,19 @@
 //!   on stderr says when a task is left so;
 //! - a sleep cut short either way returns as if it had slept its full
 //!   time (a sleep that failed would be retried by most callers, and
-//!   `std::thread::sleep` allows only `EINTR`);
+//!   `std::thread::sleep` allows only `EINTR`); but a sleep that *starts*
+//!   in a cancelled task, or after its timeout scope has passed, sleeps its
+//!   whole time: a loop that retries a failing call and sleeps between
+//!   tries (a reconnect loop) then neither spins nor holds the thread;
+//! - writes to standard output and standard error (descriptors 1 and 2)
+//!   are always the plain calls, from a task too, whatever they are (a
+//!   terminal, a file, a pipe, a socket): std holds the `RefCell` of its
+//!   `Stdout` or `Stderr` across the write, so a task paused in one would
+//!   make the next `println!` of another task of the thread panic with
+//!   "already borrowed"; and a cancelled or panicking task's last words
+//!   must get out (a failed write to stderr in the panic hook aborts the
+//!   process). The price: a write to a full stdout or stderr pipe blocks
+//!   the thread until its reader drains it, as without the hook;
 //! - a panic inside the hook's own code makes the call fail with `EIO`.
 //!
 //! # Setting up

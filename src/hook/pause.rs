@@ -68,7 +68,7 @@ pub(super) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
 /// without pausing, so that case stays with the hook even then.
 #[inline(always)]
 pub(super) fn in_task() -> bool {
-    task::hook_applies() && (!std::thread::panicking() || cancelled())
+    task::hook_applies() && !super::fork::forked() && (!std::thread::panicking() || cancelled())
 }
 
 /// Spends a unit of the task's budget for an intercepted call that may
