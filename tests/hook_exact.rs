@@ -211,6 +211,47 @@ fn tcp_waitall_gathers_both_parts() {
     assert_eq!(a.bytes, b"0123456789ABCDEFGHIJ");
 }
 
+/// TCP `recvmsg` with `MSG_WAITALL` into two vectors (7 and 13 bytes),
+/// the bytes in two parts: the kernel fills both vectors, 20 bytes.
+#[test]
+fn tcp_recvmsg_waitall_fills_every_vector() {
+    let a = same(|| {
+        let (mut a, b) = tcp_pair();
+        a.write_all(b"0123456789").unwrap();
+        let peer = later(Duration::from_millis(100), move || {
+            a.write_all(b"ABCDEFGHIJ").unwrap();
+            a
+        });
+        let (mut head, mut tail) = ([0u8; 7], [0u8; 13]);
+        let mut iov = [
+            libc::iovec {
+                iov_base: head.as_mut_ptr().cast(),
+                iov_len: head.len(),
+            },
+            libc::iovec {
+                iov_base: tail.as_mut_ptr().cast(),
+                iov_len: tail.len(),
+            },
+        ];
+        // SAFETY: an all-zero `msghdr` is a valid empty one.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = iov.len();
+        // SAFETY: `msg` and its vectors are valid for the call.
+        let r = unsafe { libc::recvmsg(b.as_raw_fd(), &mut msg, libc::MSG_WAITALL) };
+        let _a = peer.join().unwrap();
+        // The caller's message is as it gave it.
+        assert_eq!(msg.msg_iov, iov.as_mut_ptr());
+        assert_eq!(msg.msg_iovlen, 2);
+        assert_eq!((iov[0].iov_len, iov[1].iov_len), (7, 13));
+        let mut all = head.to_vec();
+        all.extend_from_slice(&tail);
+        received(r, &all)
+    });
+    assert_eq!(a.ret, 20);
+    assert_eq!(a.bytes, b"0123456789ABCDEFGHIJ");
+}
+
 /// `AF_UNIX` stream `recv(20, MSG_PEEK | MSG_WAITALL)` with 10 bytes
 /// queued and 10 more later: whatever the kernel answers (its peek on a
 /// Unix stream returns what is queued), the task gets the same.

@@ -149,7 +149,86 @@ pub(super) fn socket_option(fd: c_int, name: c_int) -> Option<c_int> {
     (r == 0).then_some(v)
 }
 
-/// A `recv`/`recvfrom` with `MSG_WAITALL` (and without `MSG_DONTWAIT`),
+/// The bytes a `recvmsg` with `MSG_WAITALL` waits for: the sum of its
+/// vectors' lengths; `None` where it is served as one receive: a null
+/// message or vector array, a count outside `0..=IOV_MAX`, or control
+/// data asked for (later receives would write over what the first one
+/// put there, where the kernel's one call returns it whole).
+///
+/// # Safety
+///
+/// `msg`, if not null, must be the caller's valid `msghdr`, and its
+/// vectors valid for `msg_iovlen` entries, as for `recvmsg(2)`.
+pub(super) unsafe fn waitall_message_len(msg: *const libc::msghdr) -> Option<usize> {
+    // SAFETY: the contract.
+    let m = unsafe { msg.as_ref() }?;
+    let n = m.msg_iovlen;
+    if m.msg_controllen != 0 || n > IOV_MAX as usize || (n > 0 && m.msg_iov.is_null()) {
+        return None;
+    }
+    if n == 0 {
+        return Some(0);
+    }
+    // SAFETY: the contract: `n` valid vectors.
+    let iov = unsafe { std::slice::from_raw_parts(m.msg_iov, n) };
+    iov.iter()
+        .try_fold(0usize, |sum, v| sum.checked_add(v.iov_len))
+}
+
+/// `recvmsg` into the caller's message from offset `done` of its
+/// vectors: the vector array is narrowed to what is left for the one call
+/// (the first vector cut at the offset), and put back as it was before
+/// this returns, so the caller sees its own message, filled.
+///
+/// # Safety
+///
+/// As for [`waitall_message_len`], which must have answered `Some(len)`
+/// with `done <= len`; nothing else may use the message meanwhile (the
+/// caller is inside its `recvmsg`).
+pub(super) unsafe fn recvmsg_at(
+    fd: c_int,
+    msg: *mut libc::msghdr,
+    mut done: usize,
+    flags: c_int,
+) -> ssize_t {
+    // SAFETY: the contract: a valid message, ours for the call.
+    let m = unsafe { &mut *msg };
+    let (iov, n) = (m.msg_iov, m.msg_iovlen);
+    let mut first = 0;
+    // SAFETY: `first < n`, within the caller's vectors.
+    while first < n && done >= unsafe { (*iov.add(first)).iov_len } {
+        // SAFETY: as above.
+        done -= unsafe { (*iov.add(first)).iov_len };
+        first += 1;
+    }
+    if first == n {
+        // Nothing left to fill: a zero-length receive.
+        m.msg_iovlen = 0;
+        // SAFETY: the caller's message with no vectors.
+        let r = unsafe { real::recvmsg(fd, msg, flags) };
+        m.msg_iovlen = n;
+        return r;
+    }
+    // SAFETY: `first < n`: one of the caller's vectors, changed only for
+    // this call and put back below.
+    let v = unsafe { &mut *iov.add(first) };
+    let kept = *v;
+    // SAFETY: `done < iov_len`: still inside the caller's buffer.
+    v.iov_base = unsafe { v.iov_base.cast::<u8>().add(done).cast() };
+    v.iov_len -= done;
+    // SAFETY: as above: `first < n`.
+    m.msg_iov = unsafe { iov.add(first) };
+    m.msg_iovlen = n - first;
+    // SAFETY: the caller's message, narrowed to its vectors' rest.
+    let r = unsafe { real::recvmsg(fd, msg, flags) };
+    m.msg_iov = iov;
+    m.msg_iovlen = n;
+    // SAFETY: the same vector as above.
+    unsafe { *iov.add(first) = kept };
+    r
+}
+
+/// A `recv`, `recvfrom` or `recvmsg` with `MSG_WAITALL` (and without `MSG_DONTWAIT`),
 /// as the kernel serves it for the socket's type:
 ///
 /// - a datagram (or sequenced-packet, or raw) socket ignores the flag:

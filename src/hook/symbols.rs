@@ -154,6 +154,17 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> s
         return unsafe { real::recvmsg(fd, msg, flags) };
     }
     guard(-1, || {
+        if flags & (libc::MSG_WAITALL | libc::MSG_DONTWAIT) == libc::MSG_WAITALL {
+            // SAFETY: the caller's message, read only (a null one gets the
+            // plain call's EFAULT below).
+            if let Some(len) = unsafe { calls::waitall_message_len(msg) } {
+                return calls::recv_waitall(fd, len, flags, |done, f| {
+                    // SAFETY: the caller's message, received into from
+                    // offset `done` of its vectors.
+                    unsafe { calls::recvmsg_at(fd, msg, done, f) }
+                });
+            }
+        }
         let mut d = CallDeadline::new(fd, false);
         // SAFETY: the caller's arguments, with MSG_DONTWAIT added.
         calls::socket_call(fd, false, flags, &mut d, |f| unsafe {
