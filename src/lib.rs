@@ -237,6 +237,11 @@ pub use timeout::{timeout, timeout_at, Elapsed};
 /// When `f` returns, every task still alive is cancelled: its stack is
 /// unwound, so destructors run and its sockets close.
 ///
+/// `f` may borrow from the caller, as the closure of
+/// [`std::thread::scope`] may: `run` does not return, nor unwind past its
+/// own frame, before the main task is over. (The tasks it spawns cannot
+/// borrow from it; [`scope()`] gives tasks that borrow.)
+///
 /// # Panics
 ///
 /// - If `f` panics, the panic comes out of `run` (after the other tasks
@@ -273,10 +278,22 @@ pub use timeout::{timeout, timeout_at, Elapsed};
 /// });
 /// assert_eq!(answer, 42);
 /// ```
-pub fn run<F, T>(f: F) -> T
+///
+/// The main task borrows the caller's arguments, and may return a borrow
+/// of them:
+///
+/// ```
+/// let args: Vec<String> = vec!["alpha".into(), "beta".into()];
+/// let longest: &str = yieldloop::run(|| {
+///     yieldloop::sleep(std::time::Duration::from_millis(1));
+///     args.iter().max_by_key(|a| a.len()).unwrap().as_str()
+/// });
+/// assert_eq!(longest, "alpha");
+/// ```
+pub fn run<'a, F, T>(f: F) -> T
 where
-    F: FnOnce() -> T + 'static,
-    T: 'static,
+    F: FnOnce() -> T + 'a,
+    T: 'a,
 {
     spawn::run(f)
 }
@@ -338,10 +355,10 @@ where
 /// assert_eq!(waited, Duration::from_secs(2047));
 /// assert!(started.elapsed() < Duration::from_secs(30));
 /// ```
-pub fn run_paused<F, T>(f: F) -> T
+pub fn run_paused<'a, F, T>(f: F) -> T
 where
-    F: FnOnce() -> T + 'static,
-    T: 'static,
+    F: FnOnce() -> T + 'a,
+    T: 'a,
 {
     spawn::run_clocked(true, f)
 }

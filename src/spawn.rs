@@ -127,25 +127,42 @@ where
 
 /// Runs `f` as the main task of a new scheduler on this thread; see
 /// [`crate::run`].
-pub(crate) fn run<F, T>(f: F) -> T
+pub(crate) fn run<'a, F, T>(f: F) -> T
 where
-    F: FnOnce() -> T + 'static,
-    T: 'static,
+    F: FnOnce() -> T + 'a,
+    T: 'a,
 {
     run_clocked(false, f)
 }
 
 /// [`run`], on a paused clock if `paused` (see [`crate::run_paused`]).
-pub(crate) fn run_clocked<F, T>(paused: bool, f: F) -> T
+/// `f` and its value may borrow for `'a`, from the caller.
+pub(crate) fn run_clocked<'a, F, T>(paused: bool, f: F) -> T
 where
-    F: FnOnce() -> T + 'static,
-    T: 'static,
+    F: FnOnce() -> T + 'a,
+    T: 'a,
 {
     let slot = Rc::new(JoinSlot::new());
     let main = slot.clone();
     scheduler::run_main(
         paused,
-        move |id| task_body(id, main, Inherited::default(), f),
+        move |id| {
+            let body: Box<dyn FnOnce() + 'a> =
+                Box::new(task_body(id, main, Inherited::default(), f));
+            // SAFETY: only the lifetime changes, from `'a` to `'static`,
+            // between two types of the same layout. The body lives in the
+            // main task's coroutine, and `run_main` returns, or unwinds
+            // past its own frame, only once that coroutine is gone: it
+            // holds the scheduler, and with it every task, in a local of
+            // its own (the thread-local it installs is cleared before it
+            // ends), and tears the tasks down before it returns; a task
+            // it cannot tear down is leaked, its stack never run again.
+            // So nothing `f` borrows is used after `'a`, which the caller
+            // of `run` holds for the whole call.
+            unsafe {
+                std::mem::transmute::<Box<dyn FnOnce() + 'a>, Box<dyn FnOnce() + 'static>>(body)
+            }
+        },
         || slot.finished.get(),
     );
     match slot.take() {

@@ -500,3 +500,57 @@ fn large_task_bodies_and_futures_spawn() {
     assert_eq!(sum, 7 * 2000);
     assert_eq!(fut_sum, 4096);
 }
+
+/// `run`'s closure borrows from its caller, mutably too, and its value
+/// may be a borrow.
+#[test]
+fn run_borrows_from_its_caller() {
+    let names = vec!["ada".to_string(), "grace".to_string()];
+    let mut calls = 0;
+    let longest: &str = yieldloop::run(|| {
+        calls += 1;
+        let child = yieldloop::spawn(|| 40);
+        let n = child.join().unwrap();
+        assert_eq!(n, 40);
+        names.iter().max_by_key(|s| s.len()).unwrap().as_str()
+    });
+    assert_eq!(longest, "grace");
+    assert_eq!(calls, 1);
+}
+
+/// A main task that holds a borrow of its caller's data and can never
+/// finish (it waits for nothing that can come): `run` panics only after
+/// the task is torn down, so the borrow is given back before the caller
+/// sees the panic.
+#[test]
+fn a_deadlocked_run_gives_its_borrows_back_before_it_panics() {
+    let cell = std::cell::RefCell::new(0u32);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        yieldloop::run(|| {
+            let mut held = cell.borrow_mut();
+            *held += 1;
+            // A park nobody will ever end: a deadlock.
+            let token = yieldloop::raw::park_token();
+            let _ = yieldloop::raw::park(token, None);
+            *held += 1;
+        })
+    }));
+    assert!(r.is_err(), "run must report the deadlock");
+    // Torn down: the main task's `RefMut` was dropped during its unwind.
+    assert_eq!(*cell.try_borrow().expect("the borrow was given back"), 1);
+}
+
+/// A panic of a main task that borrows comes out of `run`, with the
+/// borrowed data intact.
+#[test]
+fn a_panicking_run_that_borrows() {
+    let data = vec![1, 2, 3];
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        yieldloop::run(|| {
+            assert_eq!(data.len(), 3);
+            panic!("boom with {} items", data.len());
+        })
+    }));
+    assert!(r.is_err());
+    assert_eq!(data, [1, 2, 3]);
+}
