@@ -505,7 +505,7 @@ fn large_task_bodies_and_futures_spawn() {
 /// may be a borrow.
 #[test]
 fn run_borrows_from_its_caller() {
-    let names = vec!["ada".to_string(), "grace".to_string()];
+    let names = ["ada".to_string(), "grace".to_string()];
     let mut calls = 0;
     let longest: &str = yieldloop::run(|| {
         calls += 1;
