@@ -507,3 +507,79 @@ fn tokio_postgres_connect_through_on_tokio() {
         assert_eq!(one, 1);
     });
 }
+
+/// A plain HTTP/1.1 server on a thread of its own, answering every request
+/// of every connection with `body` (keep-alive), until the process ends.
+fn http_server(body: &'static str) -> std::net::SocketAddr {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(conn) = conn else { return };
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().unwrap();
+                let mut r = BufReader::new(conn);
+                loop {
+                    // The request's head; these GETs have no body.
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    // Each answer waits a little, as a real server's does.
+                    std::thread::sleep(Duration::from_millis(50));
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if w.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// `reqwest`, which needs tokio's reactor, through `on_tokio`: 20 tasks
+/// each GET a local server that takes 50 ms per answer; the GETs overlap
+/// (well under 20 × 50 ms) and a ticker beside them keeps time.
+#[test]
+fn reqwest_through_on_tokio() {
+    let addr = http_server("hello");
+    let url = format!("http://{addr}/");
+    let client = reqwest::Client::new();
+    let (bodies, took, _, gap) = yieldloop::run(move || {
+        beside_a_ticker(|| {
+            let tasks: Vec<_> = (0..20)
+                .map(|_| {
+                    let (client, url) = (client.clone(), url.clone());
+                    yieldloop::spawn(move || {
+                        on_tokio(async move {
+                            let r = client.get(url).send().await?;
+                            assert_eq!(r.status(), 200);
+                            r.text().await
+                        })
+                    })
+                })
+                .collect();
+            tasks
+                .into_iter()
+                .map(|t| t.join().unwrap().expect("the GET"))
+                .collect::<Vec<String>>()
+        })
+    });
+    assert!(bodies.iter().all(|b| b == "hello"), "{bodies:?}");
+    assert!(took < Duration::from_millis(800), "20 GETs took {took:?}");
+    assert!(
+        gap < Duration::from_millis(100),
+        "the ticker stalled for {gap:?}"
+    );
+}
