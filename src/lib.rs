@@ -123,7 +123,7 @@
 //! - a crate that needs tokio's own reactor (reqwest, sqlx, tonic):
 //!   `on_tokio()`, a thread hop each way;
 //! - a synchronous client that opens its own `std::net` sockets (the
-//!   `redis` crate's `Client::open`, ureq, `postgres`) blocks the whole
+//!   `redis` crate's `Client::open`, ureq, libpq) blocks the whole
 //!   thread on every call, and a [`timeout()`] around it returns late: run
 //!   it with [`spawn_blocking`], or hand it a yieldloop stream where it
 //!   takes one; or, on Linux, turn on the feature `hook`, and its socket

@@ -8,9 +8,15 @@
 //! the scheduler's own code between resumes, a task being torn down, code
 //! outside [`run`](crate::run)) is the C library's own function, reached
 //! after one thread-local read. So a synchronous library that opens its
-//! own sockets (the `redis` crate's `Client::open`, `ureq`, `postgres`, a
-//! C client library) is cooperative inside a task without being changed:
-//! while it waits for its server, the other tasks of the thread run.
+//! own sockets (the `redis` crate's `Client::open`, `ureq`, a C client
+//! library such as libpq or libcurl) is cooperative inside a task without
+//! being changed: while it waits for its server, the other tasks of the
+//! thread run. A synchronous client that drives an async runtime of its
+//! own (the `postgres` crate runs a tokio runtime per client) is not: its
+//! runtime waits in `epoll_wait`, which is not taken over, and could not
+//! be, since tokio marks the whole thread as inside that runtime for the
+//! call, and a second task entering another client would trip its guard.
+//! Run such a client with [`spawn_blocking`](crate::spawn_blocking).
 //!
 //! # What is intercepted
 //!
