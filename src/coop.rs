@@ -66,7 +66,7 @@ fn defer() {
 /// completes calls [`spent_one`].
 #[inline]
 pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
-    if task::with_running(|t| t.is_some_and(task::TaskContext::budget_exhausted)) {
+    if task::running_budget_exhausted() {
         cx.waker().wake_by_ref();
         return Poll::Pending;
     }
@@ -77,11 +77,7 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
 /// pausing (after [`poll_proceed`] said `Ready`); never pauses.
 #[inline]
 pub(crate) fn spent_one() {
-    task::with_running(|cx| {
-        if let Some(cx) = cx {
-            let _ = cx.spend_budget();
-        }
-    });
+    let _ = task::spend_running_budget();
 }
 
 /// Spends one unit of the calling task's cooperative budget, and when the

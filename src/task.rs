@@ -504,6 +504,13 @@ pub(crate) fn spend_running_budget() -> bool {
     }
 }
 
+/// True when the running task's budget is spent (see
+/// [`TaskContext::budget_exhausted`]); false outside a task.
+#[inline(always)]
+pub(crate) fn running_budget_exhausted() -> bool {
+    running_cx().is_some_and(TaskContext::budget_exhausted)
+}
+
 /// The running task's earliest active timeout.
 pub(crate) fn timeout_scope() -> Option<TimeoutScope> {
     running_cx().and_then(|cx| cx.timeout.get())
@@ -902,10 +909,9 @@ pub(crate) fn drop_task(header: OwnedHeader) {
     }
     let p = header.as_ptr();
     let mut rounds = 0;
-    // SAFETY: the header is alive until `header` drops, and `paused` is a
-    // plain cell that only the task's own code writes, which is not
-    // running while this reads it.
-    while unsafe { (*ptr::addr_of!((*p.as_ptr()).cx)).foreign.paused.get() } {
+    // SAFETY: the header is alive until `header` drops, and its task is
+    // not running while this reads it.
+    while unsafe { paused_in_foreign_call(p) } {
         if rounds == FOREIGN_ROUNDS || std::thread::panicking() {
             // While this thread unwinds (a timeout scope or a panic tearing
             // a scope's tasks down), the task's code would run with the
@@ -930,12 +936,7 @@ pub(crate) fn drop_task(header: OwnedHeader) {
         );
         // SAFETY: as above; the flag is read by the task's code once it
         // runs again, below.
-        unsafe {
-            (*ptr::addr_of!((*p.as_ptr()).cx))
-                .foreign
-                .cancelled
-                .set(true)
-        };
+        unsafe { cancel_in_foreign_call(p) };
         // SAFETY: the header is alive and owned here, and its coroutine,
         // paused, is borrowed by nothing else: the caller took it out of
         // the task table.
@@ -966,9 +967,20 @@ pub(crate) fn drop_task(header: OwnedHeader) {
 ///
 /// `header` must be a live header whose task is not running.
 pub(crate) unsafe fn paused_in_foreign_call(header: NonNull<TaskHeader>) -> bool {
-    // SAFETY: the header is live (the contract); `paused` is a plain cell
-    // only the task's own code writes, and it is not running.
-    unsafe { (*ptr::addr_of!((*header.as_ptr()).cx)).foreign.paused.get() }
+    // SAFETY: the contract.
+    unsafe { foreign_state(header) }.paused.get()
+}
+
+/// The [`ForeignState`] of the task of `header`.
+///
+/// # Safety
+///
+/// As for [`paused_in_foreign_call`]: its cells are plain ones that only
+/// the task's own code writes otherwise, and it is not running.
+unsafe fn foreign_state<'a>(header: NonNull<TaskHeader>) -> &'a ForeignState {
+    // SAFETY: the header is live (the contract), and the state is only
+    // read or set through its cells while the task is not running.
+    unsafe { &(*ptr::addr_of!((*header.as_ptr()).cx)).foreign }
 }
 
 /// True when the task of `header` was cancelled inside an intercepted
@@ -978,13 +990,8 @@ pub(crate) unsafe fn paused_in_foreign_call(header: NonNull<TaskHeader>) -> bool
 ///
 /// As for [`paused_in_foreign_call`].
 pub(crate) unsafe fn cancelled_in_foreign_call(header: NonNull<TaskHeader>) -> bool {
-    // SAFETY: as in `paused_in_foreign_call`.
-    unsafe {
-        (*ptr::addr_of!((*header.as_ptr()).cx))
-            .foreign
-            .cancelled
-            .get()
-    }
+    // SAFETY: the contract.
+    unsafe { foreign_state(header) }.cancelled.get()
 }
 
 /// Marks the task of `header`, paused inside an intercepted call, as
@@ -996,13 +1003,8 @@ pub(crate) unsafe fn cancelled_in_foreign_call(header: NonNull<TaskHeader>) -> b
 ///
 /// As for [`paused_in_foreign_call`].
 pub(crate) unsafe fn cancel_in_foreign_call(header: NonNull<TaskHeader>) {
-    // SAFETY: as in `paused_in_foreign_call`.
-    unsafe {
-        (*ptr::addr_of!((*header.as_ptr()).cx))
-            .foreign
-            .cancelled
-            .set(true)
-    }
+    // SAFETY: the contract.
+    unsafe { foreign_state(header) }.cancelled.set(true)
 }
 
 /// How many times [`drop_task`] resumes a task that stays paused inside

@@ -65,7 +65,7 @@ pub(super) fn socket_call(
     if flags & libc::MSG_DONTWAIT != 0 {
         return op(flags);
     }
-    if pause::cancelled() || !fds::proceed(fd) {
+    if pause::cancelled() || !pause::proceed_on(fd) {
         return fail(CANCELLED);
     }
     loop {
@@ -321,7 +321,7 @@ pub(super) fn recv_all(
 /// the pipe is ready, then makes the plain call (which, should another
 /// reader or writer get there first, may still block the thread).
 pub(super) fn pipe_call(fd: c_int, write: bool, op: impl FnOnce() -> ssize_t) -> ssize_t {
-    if pause::cancelled() || !fds::proceed(fd) {
+    if pause::cancelled() || !pause::proceed_on(fd) {
         return fail(CANCELLED);
     }
     let mut asked_mode = false;
@@ -387,7 +387,7 @@ pub(super) unsafe fn pipe_write(
     if !(0..=IOV_MAX).contains(&cnt) {
         return plain();
     }
-    if pause::cancelled() || !fds::proceed(fd) {
+    if pause::cancelled() || !pause::proceed_on(fd) {
         return fail(CANCELLED);
     }
     // The caller's vectors as they are first: the kernel checks them
@@ -593,7 +593,7 @@ pub(super) unsafe fn connect(
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::connect(fd, addr, len) };
     }
-    if pause::cancelled() || !fds::proceed(fd) {
+    if pause::cancelled() || !pause::proceed_on(fd) {
         return fail(CANCELLED);
     }
     // SAFETY: F_GETFL takes no argument.
@@ -704,7 +704,7 @@ fn unix_connect_wait(fd: c_int, attempt: impl Fn() -> Option<(c_int, c_int)>) ->
 /// listener makes that call block the thread until the next). The
 /// listener's `SO_RCVTIMEO` bounds the wait (`EAGAIN`).
 pub(super) fn accept(fd: c_int, op: impl FnOnce() -> c_int) -> c_int {
-    if pause::cancelled() || !fds::proceed(fd) {
+    if pause::cancelled() || !pause::proceed_on(fd) {
         return fail(CANCELLED);
     }
     let mut deadline = None;

@@ -286,27 +286,6 @@ pub(super) fn forget_kind(fd: c_int) {
     }
 }
 
-/// [`pause::proceed`](super::pause::proceed) for a call on `fd`: spends
-/// a unit of the task's budget, and when it is spent pauses the task
-/// first (false if it was cancelled meanwhile) — unless `fd` is
-/// non-blocking, whose calls never pause: such a call may come from a
-/// signal handler that interrupted the task (a write to a self-pipe),
-/// where a pause would run the scheduler and the other tasks inside the
-/// handler, with the interrupted code's locks (the allocator's) held.
-/// The `fcntl` is made only when the budget is spent.
-pub(super) fn proceed(fd: c_int) -> bool {
-    crate::task::with_running(|cx| match cx {
-        Some(cx) if cx.spend_budget() => {
-            if nonblocking(fd) {
-                return true;
-            }
-            let _ = cx.pause_foreign(crate::protocol::Op::Defer);
-            !cx.foreign_cancelled()
-        }
-        _ => true,
-    })
-}
-
 /// `fstat` of `fd`.
 fn stat(fd: c_int) -> Option<libc::stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();

@@ -77,8 +77,29 @@ pub(super) fn in_task() -> bool {
 /// meanwhile: the call must then fail with [`CANCELLED`].
 #[inline]
 pub(super) fn proceed() -> bool {
+    proceed_unless(|| false)
+}
+
+/// [`proceed`] for a call on `fd`, which never pauses when `fd` is
+/// non-blocking (its unit is still spent): such a call may come from a
+/// signal handler that interrupted the task (a write to a self-pipe),
+/// where a pause would run the scheduler and the other tasks inside the
+/// handler, with the interrupted code's locks (the allocator's) held.
+/// The `fcntl` is made only when the budget is spent.
+#[inline]
+pub(super) fn proceed_on(fd: c_int) -> bool {
+    proceed_unless(|| fds::nonblocking(fd))
+}
+
+/// [`proceed`], with no pause when the budget is spent and `no_pause()`
+/// says so.
+#[inline]
+fn proceed_unless(no_pause: impl FnOnce() -> bool) -> bool {
     task::with_running(|cx| match cx {
         Some(cx) if cx.spend_budget() => {
+            if no_pause() {
+                return true;
+            }
             let _ = cx.pause_foreign(Op::Defer);
             !cx.foreign_cancelled()
         }

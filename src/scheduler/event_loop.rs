@@ -65,9 +65,7 @@ impl Core {
         let spawned = self.tasks.next_serial;
         metrics.spawned.set(spawned);
         metrics.ended.set(spawned - self.tasks.slab.len() as u64);
-        metrics
-            .run_queue
-            .set((self.tasks.run_queue.len() + self.tasks.deferred.len()) as u64);
+        metrics.run_queue.set(self.tasks.queued() as u64);
     }
 
     /// Wakes every task whose deadline is due at `now`, and files the
@@ -315,28 +313,23 @@ impl Scheduler {
             return;
         };
         self.port.metrics.slow_holds.add(1);
-        let name = if flag.resume == resume_no {
-            self.task_name(id)
-        } else {
+        let (name, cancelled) = {
             let core = self.core.borrow();
-            core.tasks
-                .slab
-                .iter()
-                .find(|(_, t)| t.id.serial == flag.task)
-                .and_then(|(_, t)| t.name.clone())
-        };
-        let cancelled = {
-            let core = self.core.borrow();
-            let header = core
-                .tasks
-                .slab
-                .iter()
-                .find(|(_, t)| t.id.serial == flag.task)
-                .and_then(|(_, t)| t.header.as_ref().map(|h| h.as_ptr()));
+            let task = if flag.resume == resume_no {
+                core.tasks.slab.get(id.key).filter(|t| t.id == id)
+            } else {
+                core.tasks
+                    .slab
+                    .iter()
+                    .find(|(_, t)| t.id.serial == flag.task)
+                    .map(|(_, t)| t)
+            };
+            let header = task.and_then(|t| t.header.as_ref()).map(|h| h.as_ptr());
             // SAFETY: the header is live while its record is in the table
             // (the borrow holds it there), and no task runs while the
             // scheduler does this.
-            header.is_some_and(|h| unsafe { task::cancelled_in_foreign_call(h) })
+            let cancelled = header.is_some_and(|h| unsafe { task::cancelled_in_foreign_call(h) });
+            (task.and_then(|t| t.name.clone()), cancelled)
         };
         crate::slow_task::warn(
             flag.task,

@@ -310,7 +310,7 @@ impl Scheduler {
     /// run, the load [`Runtime::spawn`](crate::Runtime::spawn) compares.
     pub(crate) fn load(&self) -> usize {
         let core = self.core.borrow();
-        core.tasks.slab.len() + core.tasks.run_queue.len() + core.tasks.deferred.len()
+        core.tasks.slab.len() + core.tasks.queued()
     }
 
     /// True if the task of `w` is still in that wait.

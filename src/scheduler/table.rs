@@ -134,6 +134,12 @@ pub(super) struct TaskTable {
 }
 
 impl TaskTable {
+    /// The tasks queued to run: in the run queue or deferred past the next
+    /// poll.
+    pub(super) fn queued(&self) -> usize {
+        self.run_queue.len() + self.deferred.len()
+    }
+
     /// A fresh wait token number, never 0.
     pub(super) fn fresh_token(&mut self) -> u64 {
         self.next_token += 1;
@@ -156,7 +162,9 @@ impl TaskTable {
     /// Ends the wait `w` with `value` and queues its task, if it is still
     /// in that wait. Returns whether it did, and whether the wait had a
     /// timer armed (now stale).
-    #[inline]
+    /// (Always inlined: it is the unpark path's, and its callers each keep
+    /// only the part they need.)
+    #[inline(always)]
     fn wake(&mut self, w: WaitToken, value: Resume, cause: &str) -> (bool, bool) {
         match self.slab.get_mut(w.key) {
             Some(t) => match t.state {
