@@ -65,8 +65,14 @@ pub struct Stat {
     pub n: usize,
 }
 
-pub fn stat(mut v: Vec<f64>) -> Option<Stat> {
-    v.retain(|x| x.is_finite());
+pub fn stat(v: Vec<f64>) -> Option<Stat> {
+    stat_keeping(v, |x| x.is_finite())
+}
+
+/// [`stat`] over the figures `keep` accepts (`stat` keeps the finite
+/// ones).
+pub fn stat_keeping(mut v: Vec<f64>, keep: impl Fn(&f64) -> bool) -> Option<Stat> {
+    v.retain(|x| keep(x));
     if v.is_empty() {
         return None;
     }

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::data::{build_stat, cell, num, pair_ratio, stat, Rec, Stat};
+use crate::data::{build_stat, cell, num, pair_ratio, stat, stat_keeping, Rec, Stat};
 use crate::peers::NOT_MEASURED_GO;
 use crate::targets::{row, Bound};
 
@@ -48,24 +48,8 @@ fn runs<'a>(recs: &'a [Rec], runtime: &str, flood: &str) -> Vec<&'a Rec> {
 /// Median, minimum and maximum of a latency over runs, where a run whose
 /// pings went unanswered has an infinite figure (which [`stat`] would drop).
 fn lat_stat(v: Vec<f64>) -> Option<Stat> {
-    let mut v: Vec<f64> = v.into_iter().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
     // An infinite middle value makes an infinite median, as it should.
-    let med = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    Some(Stat {
-        med,
-        min: v[0],
-        max: v[n - 1],
-        n,
-    })
+    stat_keeping(v, |x| !x.is_nan())
 }
 
 /// A latency figure: ∞ where a ping went unanswered.
