@@ -15,12 +15,13 @@ use crate::task;
 use crate::timer::{self, TimerKind};
 use crate::trace;
 
-/// While tasks stay ready, the loop polls for I/O events only every this
-/// many turns (a turn runs every ready task once) …
-const POLL_EVERY_TURNS: u32 = 32;
-/// … and this many resumes, so that turns of one or two tasks do not pay
-/// a system call every few dozen hand-overs. Both bound how long a socket
-/// waits behind busy tasks: a few hundred short resumes.
+/// While tasks stay ready, the loop polls for I/O events only once this
+/// many resumes have run since the last poll, so that turns of one or two
+/// tasks do not pay a system call every few hand-overs. It is counted in
+/// resumes, not turns (a turn runs every ready task once): turns of
+/// hundreds of tasks would otherwise hold a socket's wake-up for thousands
+/// of resumes. Turns end on the poll, so a socket waits behind busy tasks
+/// for at most this many short resumes and the rest of a turn.
 const POLL_EVERY_RESUMES: usize = 256;
 
 /// … unless the ready tasks have been at it for [`POLL_AT_LEAST_EVERY`]:
@@ -350,7 +351,6 @@ impl Scheduler {
     pub(crate) fn run_until(&self, done: impl Fn() -> bool) {
         let mut ready = std::mem::take(&mut *self.ready_buf.borrow_mut());
         let mut batch = std::mem::take(&mut *self.batch_buf.borrow_mut());
-        let mut turns_without_poll = 0u32;
         let mut resumes_without_poll = 0usize;
         loop {
             // 1. Run every task that is ready now, once. Tasks they wake or
@@ -433,14 +433,13 @@ impl Scheduler {
             let mut core = self.core.borrow_mut();
             if !core.tasks.run_queue.is_empty() {
                 // Tasks are ready: a poll could not sleep anyway, so only
-                // look for events every few turns; a syscall per turn would
-                // cost more than the turn itself. Timers still fire, and the
-                // clock is only read when there are timers to fire. A task
+                // look for events every few hundred resumes; a syscall per
+                // turn of one or two tasks would cost more than the turn
+                // itself. Timers still fire, and the clock is only read
+                // when there are timers to fire. A task
                 // that deferred, or busy turns that have gone on too long,
                 // want the poll now.
-                turns_without_poll += 1;
-                if (turns_without_poll < POLL_EVERY_TURNS
-                    || resumes_without_poll < POLL_EVERY_RESUMES)
+                if resumes_without_poll < POLL_EVERY_RESUMES
                     && core.tasks.deferred.is_empty()
                     && (task::spent() < CLOCK_EVERY_SPENT || !self.busy_too_long())
                 {
@@ -484,7 +483,6 @@ impl Scheduler {
                 let soon = now + TRIM_AGAIN_AFTER;
                 deadline = Some(deadline.map_or(soon, |d| d.min(soon)));
             }
-            turns_without_poll = 0;
             task::take_spent();
             self.busy_since.set(None);
             // The counters other threads read, brought up to date once per
