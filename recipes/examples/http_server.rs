@@ -22,12 +22,12 @@
 //! - `--grace-ms MS`: on SIGTERM or SIGINT, how long requests under way
 //!   may take to finish before they are cut (default 10000);
 //!
-//! Routes (`yieldloop_recipes::http::demo`): `GET /`, `GET /sleep?ms=N`
+//! Routes (`yieldloop_recipes::demo::http::demo`): `GET /`, `GET /sleep?ms=N`
 //! (sleeps with `yieldloop::sleep`, so the thread serves other connections
 //! meanwhile), 404 for other paths, 405 for methods other than `GET`/`HEAD`.
 //! Malformed requests get 400, heads over 8 KiB 431; both close that
 //! connection only. Everything else (workers, limits, keep-alive, the drain
-//! on SIGTERM) is `yieldloop_recipes::http` (`recipes/src/http/`), shared
+//! on SIGTERM) is `yieldloop_http` (`recipes/src/http/`), shared
 //! with the benchmarks; this file is the command line.
 //!
 //! On SIGTERM or SIGINT the server stops accepting, lets requests under way
@@ -36,7 +36,8 @@
 
 use std::time::Duration;
 
-use yieldloop_recipes::http::{demo, Request, Response, ServeConfig};
+use yieldloop_http::{Request, Response, ServeConfig};
+use yieldloop_recipes::demo::http::demo;
 
 /// Command-line settings.
 #[derive(Clone, Debug)]

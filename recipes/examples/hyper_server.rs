@@ -12,7 +12,9 @@
 //!
 //! It serves until stopped (Ctrl-C).
 
-use yieldloop_recipes::hyper::{demo, Server};
+use yieldloop_http::hyper;
+use yieldloop_http::with_hyper::Server;
+use yieldloop_recipes::demo::hyper::demo;
 
 fn main() {
     let mut addr = String::from("127.0.0.1:8081");

@@ -35,9 +35,9 @@
 
 use std::time::Duration;
 
-use yieldloop_recipes::http::serve_with;
+use yieldloop_http::serve_with;
 use yieldloop_recipes::service::{create_schema, ServiceConfig};
-use yieldloop_recipes::{postgres, redis};
+use {yieldloop_postgres as postgres, yieldloop_redis as redis};
 
 /// The settings, from flags, the environment and defaults.
 struct Settings {

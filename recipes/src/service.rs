@@ -37,20 +37,20 @@
 //!   user cache is not an error: the user comes from PostgreSQL
 //!   (`X-Cache: off`).
 //!
-//! [`serve_with`]: crate::http::serve_with
+//! [`serve_with`]: yieldloop_http::serve_with
 
 use std::fmt;
 use std::time::Duration;
 
 use std::cell::RefCell;
 
-use ::redis::{Cmd, FromRedisValue, RedisResult};
 use serde_json::{json, Value};
-use tokio_postgres::error::SqlState;
+use yieldloop_postgres::tokio_postgres::error::SqlState;
+use yieldloop_redis::redis::{self, Cmd, FromRedisValue, RedisResult};
 
-use crate::http::{Request, Response};
-use crate::postgres::{self, Pool as PgPool, PoolConfig as PgPoolConfig};
-use crate::redis::{Multiplexed, Pool as RedisPool, PoolConfig as RedisPoolConfig};
+use yieldloop_http::{Request, Response};
+use yieldloop_postgres::{self as postgres, Pool as PgPool, PoolConfig as PgPoolConfig};
+use yieldloop_redis::{Multiplexed, Pool as RedisPool, PoolConfig as RedisPoolConfig};
 
 /// The service's table, created when missing by [`create_schema`].
 pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS users (
@@ -89,7 +89,7 @@ pub struct ServiceConfig {
     /// Feature `hook`: Redis through the `redis` crate's own synchronous
     /// client instead of the recipe.
     #[cfg(feature = "hook")]
-    sync_client: Option<::redis::Client>,
+    sync_client: Option<redis::Client>,
     pg_timeout: Duration,
     cache_ttl: Duration,
     prefix: String,
@@ -137,7 +137,7 @@ impl ServiceConfig {
     /// written for threads looks like on yieldloop; the recipe (the
     /// default, or [`multiplexed`](Self::multiplexed)) is the faster route.
     #[cfg(feature = "hook")]
-    pub fn sync_client(mut self, client: ::redis::Client) -> ServiceConfig {
+    pub fn sync_client(mut self, client: redis::Client) -> ServiceConfig {
         self.sync_client = Some(client);
         self
     }
@@ -166,7 +166,7 @@ impl ServiceConfig {
 
     /// This worker's service: its pools are this thread's (see
     /// [`RedisPoolConfig::pool`]). Call it on the worker's thread, in the
-    /// factory given to [`serve_with`](crate::http::serve_with).
+    /// factory given to [`serve_with`](yieldloop_http::serve_with).
     pub fn service(&self) -> Service {
         Service {
             redis: self.redis.pool(),
@@ -206,8 +206,8 @@ pub struct Service {
 /// call, which pauses the task.
 #[cfg(feature = "hook")]
 struct SyncRedis {
-    client: ::redis::Client,
-    idle: RefCell<Vec<::redis::Connection>>,
+    client: redis::Client,
+    idle: RefCell<Vec<redis::Connection>>,
 }
 
 #[cfg(feature = "hook")]
@@ -220,7 +220,7 @@ impl SyncRedis {
         };
         let result = cmd.query(&mut conn);
         // After an error the connection may hold a late reply: drop it.
-        if result.is_ok() && ::redis::ConnectionLike::is_open(&conn) {
+        if result.is_ok() && redis::ConnectionLike::is_open(&conn) {
             self.idle.borrow_mut().push(conn);
         }
         result
@@ -256,8 +256,8 @@ impl fmt::Display for Failure {
     }
 }
 
-impl From<::redis::RedisError> for Failure {
-    fn from(e: ::redis::RedisError) -> Failure {
+impl From<redis::RedisError> for Failure {
+    fn from(e: redis::RedisError) -> Failure {
         Failure::Unavailable("redis", e.to_string())
     }
 }
@@ -358,14 +358,14 @@ impl Service {
     /// `POST /hits/{key}`: one more hit.
     fn hit(&self, key: &str) -> Result<Response, Failure> {
         let redis_key = self.counter_key(key)?;
-        let hits: i64 = self.redis(::redis::cmd("INCR").arg(redis_key))?;
+        let hits: i64 = self.redis(redis::cmd("INCR").arg(redis_key))?;
         Ok(json_response(200, &json!({ "key": key, "hits": hits })))
     }
 
     /// `GET /hits/{key}`: the count so far.
     fn hits(&self, key: &str) -> Result<Response, Failure> {
         let redis_key = self.counter_key(key)?;
-        let hits: Option<i64> = self.redis(::redis::cmd("GET").arg(redis_key))?;
+        let hits: Option<i64> = self.redis(redis::cmd("GET").arg(redis_key))?;
         Ok(json_response(
             200,
             &json!({ "key": key, "hits": hits.unwrap_or(0) }),
@@ -433,7 +433,7 @@ impl Service {
             _ => return Err(Failure::BadRequest("an id is a positive integer".into())),
         };
         let cache_key = format!("{}user:{id}", self.prefix);
-        let cached: Result<Option<String>, _> = self.redis(::redis::cmd("GET").arg(&cache_key));
+        let cached: Result<Option<String>, _> = self.redis(redis::cmd("GET").arg(&cache_key));
         if let Ok(Some(text)) = &cached {
             return Ok(Response::new(200)
                 .header("Content-Type", "application/json")
@@ -455,7 +455,7 @@ impl Service {
         text.push('\n');
         let cache = if cached.is_ok() {
             let stored: RedisResult<()> = self.redis(
-                ::redis::cmd("SET")
+                redis::cmd("SET")
                     .arg(&cache_key)
                     .arg(&text)
                     .arg("EX")

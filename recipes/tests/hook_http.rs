@@ -92,7 +92,8 @@ fn a_shared_agent_serves_many_tasks() {
                             .expect("the request");
                         let body = resp.body_mut().read_to_string().expect("the body");
                         let want = if path == "/" {
-                            String::from_utf8(yieldloop_recipes::http::HELLO.to_vec()).unwrap()
+                            String::from_utf8(yieldloop_recipes::demo::http::HELLO.to_vec())
+                                .unwrap()
                         } else {
                             "slept 2 ms\n".to_string()
                         };

@@ -14,8 +14,9 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+use yieldloop_redis::redis;
 
-use redis::{Commands, RedisResult};
+use yieldloop_redis::redis::{Commands, RedisResult};
 
 /// The `redis` crate's URL for a server.
 fn url(addr: SocketAddr) -> String {
@@ -396,9 +397,9 @@ fn a_plain_thread_sees_the_plain_client() {
 /// once, each answered in its own task on the one worker, all count.
 #[test]
 fn the_service_runs_on_the_sync_client() {
-    use yieldloop_recipes::http::ServeConfig;
-    use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
+    use yieldloop_http::ServeConfig;
     use yieldloop_recipes::service::ServiceConfig;
+    use yieldloop_redis::{ConnectOptions, PoolConfig};
 
     let Some(server) = servers::redis() else {
         return;

@@ -412,7 +412,7 @@ fn metrics_page_and_a_task_dump_on_sigquit() {
     server.signal("QUIT");
     server.wait_for_line("yieldloop task dump:");
     server.wait_for_line("waiting on a timer");
-    server.wait_for_line("yieldloop_recipes::http::demo");
+    server.wait_for_line("yieldloop_recipes::demo::http::demo");
     let a = read_answer(&mut slow_r, false);
     assert_eq!(
         (a.status, a.body.as_slice()),

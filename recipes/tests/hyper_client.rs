@@ -9,11 +9,12 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use hyper::service::service_fn;
-use hyper::Request;
 use yieldloop::net::TcpListener;
-use yieldloop_recipes::http::{demo, ServeConfig, Shutdown};
-use yieldloop_recipes::hyper::{self as yl_hyper, Client, Error};
+use yieldloop_http::hyper::service::service_fn;
+use yieldloop_http::hyper::Request;
+use yieldloop_http::with_hyper::{self as yl_hyper, Client, Error};
+use yieldloop_http::{ServeConfig, Shutdown};
+use yieldloop_recipes::demo::http::demo;
 
 /// The recipes' httparse server with the demo routes on one worker, on a
 /// thread of its own; stopped (and joined) on drop.
@@ -87,7 +88,9 @@ fn against_hypers_server_on_the_same_thread() {
     yieldloop::run(|| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        yieldloop::spawn(move || yl_hyper::serve(listener, service_fn(yl_hyper::demo)));
+        yieldloop::spawn(move || {
+            yl_hyper::serve(listener, service_fn(yieldloop_recipes::demo::hyper::demo))
+        });
         let mut client = Client::connect(&format!("http://{addr}/")).unwrap();
         for _ in 0..20 {
             let resp = client.get("/").unwrap();

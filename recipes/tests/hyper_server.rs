@@ -13,9 +13,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyper::service::service_fn;
 use yieldloop::net::TcpListener;
-use yieldloop_recipes::hyper::{demo, http1_builder, serve, serve_with};
+use yieldloop_http::hyper::service::service_fn;
+use yieldloop_http::with_hyper::{http1_builder, serve, serve_with};
+use yieldloop_recipes::demo::hyper::demo;
 
 /// A ureq agent that hands back every status and gives up after the
 /// tests' timeout.
@@ -227,12 +228,12 @@ fn hypers_timer_closes_silent_connections() {
 /// The executor hands futures to the scheduler as tasks.
 #[test]
 fn the_executor_spawns_tasks() {
-    use hyper::rt::Executor;
+    use yieldloop_http::hyper::rt::Executor;
     let n = yieldloop::run(|| {
         let hits = Arc::new(std::sync::atomic::AtomicU32::new(0));
         for _ in 0..3 {
             let hits = hits.clone();
-            yieldloop_recipes::hyper::YieldloopExecutor.execute(async move {
+            yieldloop_http::with_hyper::YieldloopExecutor.execute(async move {
                 yieldloop::sleep_future(Duration::from_millis(5)).await;
                 hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             });

@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tokio_postgres::error::SqlState;
-use yieldloop_recipes::postgres::{ConnectOptions, Error, PgClient, Pool, PoolConfig};
+use yieldloop_postgres::tokio_postgres::error::SqlState;
+use yieldloop_postgres::{ConnectOptions, Error, PgClient, Pool, PoolConfig};
 
 /// Bounds the connect so that a hang fails the test instead of stalling the
 /// suite.

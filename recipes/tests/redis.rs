@@ -12,9 +12,10 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+use yieldloop_redis::redis;
 
-use redis::{Commands, ErrorKind, RedisResult};
-use yieldloop_recipes::redis::{ConnectOptions, Connection, Pool, PoolConfig};
+use yieldloop_redis::redis::{Commands, ErrorKind, RedisResult};
+use yieldloop_redis::{ConnectOptions, Connection, Pool, PoolConfig};
 
 /// Calls on a healthy local server answer in microseconds; this bounds any
 /// one read so a hang fails the test instead of stalling the suite.
@@ -311,7 +312,14 @@ fn a_command_error_is_the_callers_and_the_connection_goes_on() {
                 .set("after", 1)
                 .query::<(String, i64, ())>(&mut conn)
                 .unwrap_err();
-            assert_eq!(err.code(), Some("WRONGTYPE"), "{err}");
+            // redis 1.x reports each failed command of a pipeline with its
+            // index.
+            let failed = err
+                .clone()
+                .into_server_errors()
+                .expect("a pipeline failure");
+            assert_eq!(failed.len(), 1, "{err}");
+            assert_eq!((failed[0].0, failed[0].1.code()), (1, "WRONGTYPE"), "{err}");
             assert_eq!(conn.get::<_, i64>("after")?, 1);
 
             // An unknown command.

@@ -7,9 +7,10 @@
 mod servers;
 
 use std::time::{Duration, Instant};
+use yieldloop_redis::redis;
 
-use redis::{Commands, RedisResult};
-use yieldloop_recipes::redis::{ConnectOptions, Multiplexed};
+use yieldloop_redis::redis::{Commands, RedisResult};
+use yieldloop_redis::{ConnectOptions, Multiplexed};
 
 fn opts(server: &servers::RedisServer) -> ConnectOptions {
     ConnectOptions::new(server.addr().to_string())

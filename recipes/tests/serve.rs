@@ -1,4 +1,4 @@
-//! `yieldloop_recipes::http::serve` in this process: handlers reached by a
+//! `yieldloop_http::serve` in this process: handlers reached by a
 //! real HTTP client (ureq) and by raw sockets for what no client sends
 //! willingly; limits, timeouts, panics and the drain, stopped through a
 //! `Shutdown` handle. (The drain on a real signal is tested on the
@@ -15,7 +15,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use util::{read_answer, read_to_close, TIMEOUT};
-use yieldloop_recipes::http::{demo, Request, Response, ServeConfig, Shutdown, Summary};
+use yieldloop_http::{Request, Response, ServeConfig, Shutdown, Summary};
+use yieldloop_recipes::demo::http::demo;
 
 /// A server running on a thread of the test; drained when dropped.
 struct Running {

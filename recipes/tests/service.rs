@@ -13,10 +13,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use yieldloop_recipes::http::{ServeConfig, Shutdown, Summary};
-use yieldloop_recipes::postgres;
-use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
+use yieldloop_http::{ServeConfig, Shutdown, Summary};
+use yieldloop_postgres as postgres;
 use yieldloop_recipes::service::{create_schema, ServiceConfig};
+use yieldloop_redis::{ConnectOptions, PoolConfig};
 
 /// The most any one request or wait of these tests may take.
 const TIMEOUT: Duration = Duration::from_secs(30);

@@ -8,8 +8,8 @@
 //! The routes (a task is one of yieldloop's, except for `tokio`):
 //!
 //! - `native`: the recipes' clients in the task, on yieldloop's own
-//!   sockets (`yieldloop_recipes::redis::Connection`,
-//!   `yieldloop_recipes::postgres::PgClient`: tokio-postgres driven by
+//!   sockets (`yieldloop_redis::Connection`,
+//!   `yieldloop_postgres::PgClient`: tokio-postgres driven by
 //!   yieldloop's reactor, no tokio runtime);
 //! - `on_tokio`: redis's tokio client (`MultiplexedConnection`) and
 //!   tokio-postgres's own `connect`, each query one `yieldloop::on_tokio`
@@ -50,8 +50,8 @@ use redis::{AsyncCommands, Commands};
 use yieldloop::sync::mpsc;
 use yieldloop_bench::db::{self, fail, Db, Pace, Route};
 use yieldloop_bench::drive;
-use yieldloop_recipes::postgres::{ConnectOptions as PgOptions, PgClient};
-use yieldloop_recipes::redis::{ConnectOptions, Connection as NativeRedis};
+use yieldloop_postgres::{ConnectOptions as PgOptions, PgClient};
+use yieldloop_redis::{ConnectOptions, Connection as NativeRedis};
 
 const USAGE: &str = "db_roundtrip --db redis|postgres --route ROUTE --addr HOST:PORT --n N [--warmup W] [--tokio-workers K] [--vs ROUTE --pairs P]";
 const KEY: &str = "yieldloop-bench-key";

@@ -38,8 +38,8 @@ use std::time::{Duration, Instant};
 
 use redis::{AsyncCommands, Commands};
 use yieldloop_bench::db::{self, fail, Db, Gaps, Route};
-use yieldloop_recipes::postgres::{ConnectOptions as PgOptions, PgClient};
-use yieldloop_recipes::redis::{ConnectOptions, Connection as NativeRedis};
+use yieldloop_postgres::{ConnectOptions as PgOptions, PgClient};
+use yieldloop_redis::{ConnectOptions, Connection as NativeRedis};
 
 const USAGE: &str = "db_ticker --db redis|postgres --route native|on_tokio|on_tokio_mt|blocking|tokio --addr HOST:PORT [--tasks 50] [--wait-ms 200] [--tokio-workers K]";
 /// A list nobody pushes to: `BLPOP` on it waits for its whole timeout.

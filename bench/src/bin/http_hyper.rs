@@ -59,7 +59,7 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         return Ok(resp);
     }
     Ok(match req.uri().path() {
-        "/" => text(StatusCode::OK, yieldloop_recipes::http::HELLO),
+        "/" => text(StatusCode::OK, yieldloop_recipes::demo::http::HELLO),
         "/sleep" => {
             let ms = req
                 .uri()

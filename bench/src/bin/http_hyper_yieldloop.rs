@@ -9,7 +9,8 @@
 //! ```
 
 use hyper::service::service_fn;
-use yieldloop_recipes::hyper::{demo, Server};
+use yieldloop_http::with_hyper::Server;
+use yieldloop_recipes::demo::hyper::demo;
 
 fn main() {
     let addr = yieldloop_bench::addr_arg("http_hyper_yieldloop");

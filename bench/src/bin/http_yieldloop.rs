@@ -7,7 +7,8 @@
 //! http_yieldloop --addr 127.0.0.1:PORT
 //! ```
 
-use yieldloop_recipes::http::{demo, ServeConfig};
+use yieldloop_http::ServeConfig;
+use yieldloop_recipes::demo::http::demo;
 
 fn main() {
     let addr = yieldloop_bench::addr_arg("http_yieldloop");

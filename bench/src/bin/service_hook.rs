@@ -9,8 +9,8 @@
 //! service_hook --addr 127.0.0.1:PORT --redis 127.0.0.1:REDIS_PORT
 //! ```
 
-use yieldloop_recipes::http::ServeConfig;
-use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
+use yieldloop_http::ServeConfig;
+use yieldloop_redis::{ConnectOptions, PoolConfig};
 use yieldloop_recipes::service::ServiceConfig;
 
 fn main() {

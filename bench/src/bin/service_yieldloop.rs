@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use yieldloop_recipes::http::ServeConfig;
-use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
+use yieldloop_http::ServeConfig;
+use yieldloop_redis::{ConnectOptions, PoolConfig};
 use yieldloop_recipes::service::ServiceConfig;
 
 fn main() {

@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use yieldloop_recipes::http::{Request, Response, ServeConfig, Shutdown};
+use yieldloop_http::{Request, Response, ServeConfig, Shutdown};
 
-/// The recipes' HTTP server, serving [`demo`](yieldloop_recipes::http::demo)
+/// The recipes' HTTP server, serving [`demo`](yieldloop_recipes::demo::http::demo)
 /// (`/` and `/sleep?ms=N`) on one worker thread of this process; drained
 /// and joined when dropped.
 pub struct HttpServer {
@@ -23,7 +23,7 @@ pub struct HttpServer {
 impl HttpServer {
     /// Binds 127.0.0.1:0 and serves the demo routes.
     pub fn start() -> HttpServer {
-        HttpServer::start_with(yieldloop_recipes::http::demo)
+        HttpServer::start_with(yieldloop_recipes::demo::http::demo)
     }
 
     /// Binds 127.0.0.1:0 and serves with `handler`.

@@ -21,7 +21,8 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// `cargo test` builds the examples before running the tests, but
 /// `cargo test --test NAME` does not: the first call for each example runs
-/// `cargo build --example NAME` (a quick no-op when it is up to date).
+/// `cargo build --workspace --example NAME` (a quick no-op when it is up to
+/// date).
 pub fn example(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
     let exe = std::env::current_exe().expect("the test binary's path");
@@ -64,7 +65,9 @@ pub fn example(name: &str) -> PathBuf {
         let out = cargo
             .args(["build", "--quiet", "--profile"])
             .arg(if profile == "debug" { "dev" } else { profile })
-            .args(["--example", name])
+            // The examples live in this package and in the crates beside
+            // it (`redis_counter` in yieldloop-redis, ...).
+            .args(["--workspace", "--example", name])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("CARGO_TARGET_DIR", target_dir)
             .output()

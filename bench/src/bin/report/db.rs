@@ -138,7 +138,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
         "A task's routes to a database, against a redis-server ({}) and a \
          PostgreSQL ({}) of the run's own, each on 127.0.0.1 beside the client \
          (nothing pinned). **native**: the recipes' clients on yieldloop's own \
-         sockets, in the task (`yieldloop_recipes::redis`, `yieldloop_recipes::postgres`). \
+         sockets, in the task (`yieldloop_redis`, `yieldloop_postgres`). \
          **on_tokio**: redis's tokio client (`MultiplexedConnection`) and tokio-postgres's \
          own `connect`, each query one `yieldloop::on_tokio` call onto the shared \
          tokio runtime ({}), so that the client's connection task and the callers' \

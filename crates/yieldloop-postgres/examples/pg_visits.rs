@@ -28,7 +28,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 
-use yieldloop_recipes::postgres::{ConnectOptions, Error, PoolConfig};
+use yieldloop_postgres::{ConnectOptions, Error, PoolConfig};
 
 /// What one worker reports.
 struct WorkerReport {

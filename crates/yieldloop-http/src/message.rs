@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 /// # Examples
 ///
 /// ```
-/// use yieldloop_recipes::http::{Request, Response};
+/// use yieldloop_http::{Request, Response};
 ///
 /// fn greet(req: &Request<'_>) -> Response {
 ///     match (req.method(), req.path()) {
@@ -133,7 +133,7 @@ impl fmt::Debug for Request<'_> {
 /// # Examples
 ///
 /// ```
-/// use yieldloop_recipes::http::Response;
+/// use yieldloop_http::Response;
 ///
 /// let hello = Response::text(200, "hi\n"); // a &'static str: no allocation
 /// let json = Response::new(201)

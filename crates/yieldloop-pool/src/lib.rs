@@ -1,5 +1,7 @@
-//! A per-worker connection pool for tasks, shared by the database recipes
-//! ([`redis`](crate::redis) and [`postgres`](crate::postgres)).
+//! A per-worker connection pool for yieldloop tasks: a checkout that must
+//! wait pauses the task, never its thread. The `yieldloop-redis` and
+//! `yieldloop-postgres` crates keep their connections in it; any client
+//! whose connections belong to one thread can.
 //!
 //! A scheduler's tasks never move to another thread, so each thread keeps
 //! pools of its own: no locks, no cross-thread hand-off, and a connection
@@ -39,7 +41,7 @@ use yieldloop::sync::local::Semaphore;
 
 /// What a [`Pool`] needs to know about its connections.
 ///
-/// The recipes implement it on their connect options, so that
+/// The database crates implement it on their connect options, so that
 /// `PoolConfig::new(options)` makes a pool of that client's connections.
 pub trait Manage: Clone + fmt::Debug + 'static {
     /// The connection type handed out.
@@ -344,3 +346,8 @@ impl<M: Manage> Drop for Pooled<M> {
         // `place` drops next and frees the permit, waking a waiting checkout.
     }
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -61,7 +61,7 @@
 //!
 //! ```no_run
 //! use redis::Commands;
-//! use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
+//! use yieldloop_redis::{ConnectOptions, PoolConfig};
 //!
 //! yieldloop::run(|| -> redis::RedisResult<()> {
 //!     let config = PoolConfig::new(ConnectOptions::new("127.0.0.1:6379").db(1)).max_size(8);
@@ -101,10 +101,13 @@ use ::redis::{
 };
 use yieldloop::net::TcpStream;
 
-use crate::pool;
+use yieldloop_pool as pool;
 
 mod multiplexed;
 pub use multiplexed::Multiplexed;
+/// The `redis` crate this one speaks in (commands, pipelines, values,
+/// errors), re-exported so that its version always matches.
+pub use redis;
 
 // ---------------------------------------------------------------------------
 // Options
@@ -117,7 +120,7 @@ pub use multiplexed::Multiplexed;
 ///
 /// ```
 /// use std::time::Duration;
-/// use yieldloop_recipes::redis::ConnectOptions;
+/// use yieldloop_redis::ConnectOptions;
 ///
 /// let opts = ConnectOptions::new("127.0.0.1:6379")
 ///     .user("app", "s3cret")
@@ -187,7 +190,7 @@ impl ConnectOptions {
     /// (TLS, Unix sockets).
     pub fn from_url(url: &str) -> RedisResult<ConnectOptions> {
         let info = url.into_connection_info()?;
-        let addr = match info.addr {
+        let addr = match info.addr() {
             ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
             other => {
                 return Err(RedisError::from((
@@ -197,11 +200,12 @@ impl ConnectOptions {
                 )))
             }
         };
+        let settings = info.redis_settings();
         Ok(ConnectOptions {
-            username: info.redis.username,
-            password: info.redis.password,
-            db: info.redis.db,
-            resp3: info.redis.protocol != ProtocolVersion::RESP2,
+            username: settings.username().map(str::to_owned),
+            password: settings.password().map(str::to_owned),
+            db: settings.db(),
+            resp3: settings.protocol() != ProtocolVersion::RESP2,
             ..ConnectOptions::new(addr)
         })
     }
@@ -558,3 +562,8 @@ impl pool::Manage for ConnectOptions {
         .into()
     }
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -163,7 +163,7 @@ impl Drop for Client {
 ///
 /// ```no_run
 /// yieldloop::run(|| {
-///     let resp = yieldloop_recipes::hyper::get("http://127.0.0.1:8080/").unwrap();
+///     let resp = yieldloop_http::with_hyper::get("http://127.0.0.1:8080/").unwrap();
 ///     println!("{} {:?}", resp.status(), resp.body());
 /// });
 /// ```

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::message::{Request, Response};
+use yieldloop_http::{Request, Response};
 
 /// The body of `GET /`.
 pub const HELLO: &[u8] = b"Hello from yieldloop!\n";
@@ -24,7 +24,7 @@ pub const MAX_SLEEP: Duration = Duration::from_secs(60);
 ///
 /// ```no_run
 /// // What `cargo run --example http_server` runs, minus its options.
-/// yieldloop_recipes::http::serve("127.0.0.1:8080", 2, yieldloop_recipes::http::demo)?;
+/// yieldloop_http::serve("127.0.0.1:8080", 2, yieldloop_recipes::demo::http::demo)?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn demo(req: &Request<'_>) -> Response {

@@ -42,8 +42,12 @@
 //!   limits, timeouts, calling the handler, writing answers.
 //! - `server`: [`ServeConfig`], [`Server`], [`Shutdown`], the workers and
 //!   the drain.
-//! - `demo`: the [`demo`] routes of the `http_server` recipe and the
-//!   benchmarks.
+//! - [`with_hyper`]: hyper 1.x, server and client, on yieldloop with no
+//!   tokio runtime, for those who want hyper's own types and services.
+//!
+//! The crates this one's API speaks in are re-exported, so that their
+//! versions always match: [`hyper`], [`http_body_util`] and
+//! [`hyper_util`].
 //!
 //! # Examples
 //!
@@ -51,7 +55,7 @@
 //! (a real one would simply call [`serve`] and stop on SIGTERM):
 //!
 //! ```
-//! use yieldloop_recipes::http::{Request, Response, ServeConfig};
+//! use yieldloop_http::{Request, Response, ServeConfig};
 //!
 //! fn service(req: &Request<'_>) -> Response {
 //!     match (req.method(), req.path()) {
@@ -87,7 +91,7 @@
 //! ```no_run
 //! use std::cell::Cell;
 //! use std::rc::Rc;
-//! use yieldloop_recipes::http::{serve_with, Request, Response};
+//! use yieldloop_http::{serve_with, Request, Response};
 //!
 //! serve_with("127.0.0.1:8080", 4, || {
 //!     let hits = Rc::new(Cell::new(0u64)); // this worker's own
@@ -103,12 +107,15 @@ use std::io;
 use yieldloop::net::ToSocketAddrs;
 
 mod conn;
-mod demo;
 mod message;
 mod server;
+pub mod with_hyper;
+
+pub use http_body_util;
+pub use hyper;
+pub use hyper_util;
 
 pub use conn::serve_connection;
-pub use demo::{demo, HELLO, MAX_SLEEP};
 pub use message::{Body, Request, Response};
 pub use server::{ServeConfig, Server, Shutdown, Summary};
 
@@ -128,7 +135,7 @@ pub use server::{ServeConfig, Server, Shutdown, Summary};
 /// # Examples
 ///
 /// ```no_run
-/// use yieldloop_recipes::http::{serve, Response};
+/// use yieldloop_http::{serve, Response};
 ///
 /// serve("0.0.0.0:8080", 4, |req| match req.path() {
 ///     "/" => Response::text(200, "hello\n"),
@@ -163,3 +170,8 @@ where
         .bind(addr, workers)?
         .run_with(factory)
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -113,7 +113,7 @@ where
 ///     Ok(Response::new(Full::new(Bytes::from("hello\n"))))
 /// }
 ///
-/// let server = yieldloop_recipes::hyper::Server::bind("127.0.0.1:8080", 4)?;
+/// let server = yieldloop_http::with_hyper::Server::bind("127.0.0.1:8080", 4)?;
 /// server.run(|| hyper::service::service_fn(hello))?;
 /// # Ok::<(), std::io::Error>(())
 /// ```

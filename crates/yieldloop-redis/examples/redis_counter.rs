@@ -26,9 +26,10 @@
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+use yieldloop_redis::redis;
 
-use redis::{Commands, RedisResult};
-use yieldloop_recipes::redis::{ConnectOptions, PoolConfig};
+use yieldloop_redis::redis::{Commands, RedisResult};
+use yieldloop_redis::{ConnectOptions, PoolConfig};
 
 const KEY: &str = "redis_counter:hits";
 

@@ -54,7 +54,7 @@ use super::message::{Request, Response};
 ///
 /// ```
 /// use std::time::Duration;
-/// use yieldloop_recipes::http::ServeConfig;
+/// use yieldloop_http::ServeConfig;
 ///
 /// let config = ServeConfig::default()
 ///     .max_body(64 * 1024)
@@ -341,7 +341,7 @@ impl Summary {
 /// # Examples
 ///
 /// ```
-/// use yieldloop_recipes::http::{Response, ServeConfig};
+/// use yieldloop_http::{Response, ServeConfig};
 ///
 /// let server = ServeConfig::default().signals(false).bind("127.0.0.1:0", 1).unwrap();
 /// let stop = server.shutdown_handle();

@@ -48,7 +48,7 @@ use super::{ConnectOptions, Connection};
 ///
 /// ```no_run
 /// use redis::Commands;
-/// use yieldloop_recipes::redis::{ConnectOptions, Multiplexed};
+/// use yieldloop_redis::{ConnectOptions, Multiplexed};
 ///
 /// yieldloop::run(|| -> redis::RedisResult<()> {
 ///     let conn = Multiplexed::connect(&ConnectOptions::new("127.0.0.1:6379"))?;

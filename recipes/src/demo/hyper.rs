@@ -6,12 +6,12 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
-use hyper::{Method, Request, Response, StatusCode};
+use yieldloop_http::http_body_util::Full;
+use yieldloop_http::hyper::body::{Bytes, Incoming};
+use yieldloop_http::hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use yieldloop_http::hyper::{Method, Request, Response, StatusCode};
 
-use crate::http::{HELLO, MAX_SLEEP};
+use super::http::{HELLO, MAX_SLEEP};
 
 /// `GET /` answers [`HELLO`]; `GET /sleep?ms=N` waits N ms on a
 /// [`yieldloop::Sleep`] (pausing only its connection) and says so; other

@@ -76,7 +76,7 @@
 //! # Examples
 //!
 //! ```no_run
-//! use yieldloop_recipes::postgres::{ConnectOptions, Error, PoolConfig};
+//! use yieldloop_postgres::{ConnectOptions, Error, PoolConfig};
 //!
 //! yieldloop::run(|| -> Result<(), Error> {
 //!     let opts = ConnectOptions::new("127.0.0.1:5432")
@@ -125,7 +125,7 @@ use tokio_postgres::{CancelToken, Client, NoTls, Row, Statement, ToStatement};
 use yieldloop::net::TcpStream;
 use yieldloop::JoinHandle;
 
-use crate::pool;
+use yieldloop_pool as pool;
 
 mod link;
 
@@ -150,7 +150,7 @@ const CANCEL_LIMIT: Duration = Duration::from_secs(5);
 ///
 /// ```
 /// use std::time::Duration;
-/// use yieldloop_recipes::postgres::ConnectOptions;
+/// use yieldloop_postgres::ConnectOptions;
 ///
 /// let opts = ConnectOptions::new("127.0.0.1:5432")
 ///     .user("app")
@@ -232,7 +232,7 @@ impl ConnectOptions {
     /// (unlike a [`yieldloop::timeout`] around the call, which breaks it):
     ///
     /// ```
-    /// use yieldloop_recipes::postgres::ConnectOptions;
+    /// use yieldloop_postgres::ConnectOptions;
     ///
     /// let mut opts = ConnectOptions::new("127.0.0.1:5432").user("app");
     /// opts.config_mut().options("-c statement_timeout=5s");
@@ -608,7 +608,7 @@ impl PgClient {
     /// # Examples
     ///
     /// ```no_run
-    /// # use yieldloop_recipes::postgres::{PgClient, Error};
+    /// # use yieldloop_postgres::{PgClient, Error};
     /// # fn transfer(client: &PgClient) -> Result<(), Error> {
     /// client.transaction(|tx| {
     ///     tx.execute("UPDATE accounts SET balance = balance - 10 WHERE id = $1", &[&1i32])?;
@@ -755,3 +755,8 @@ impl pool::Manage for ConnectOptions {
         ))
     }
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -31,19 +31,16 @@
 //!   task, the body collected.
 //! - [`Client`]: one kept-alive connection for several requests.
 //!
-//! [`demo`] is the `http_server` recipe's routes as a hyper service, for
-//! the `hyper_server` example and the benchmarks.
-//!
 //! # Examples
 //!
 //! A server and a client in one run:
 //!
 //! ```
 //! use std::convert::Infallible;
-//! use http_body_util::Full;
-//! use hyper::body::{Bytes, Incoming};
-//! use hyper::{Request, Response};
 //! use yieldloop::net::TcpListener;
+//! use yieldloop_http::http_body_util::Full;
+//! use yieldloop_http::hyper::body::{Bytes, Incoming};
+//! use yieldloop_http::hyper::{self, Request, Response};
 //!
 //! async fn hello(_req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
 //!     Ok(Response::new(Full::new(Bytes::from("hello\n"))))
@@ -53,19 +50,17 @@
 //!     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
 //!     let addr = listener.local_addr().unwrap();
 //!     let service = hyper::service::service_fn(hello);
-//!     yieldloop::spawn(move || yieldloop_recipes::hyper::serve(listener, service));
-//!     let resp = yieldloop_recipes::hyper::get(&format!("http://{addr}/")).unwrap();
+//!     yieldloop::spawn(move || yieldloop_http::with_hyper::serve(listener, service));
+//!     let resp = yieldloop_http::with_hyper::get(&format!("http://{addr}/")).unwrap();
 //!     assert_eq!(resp.status(), 200);
 //!     assert_eq!(resp.body().as_ref(), b"hello\n");
 //! });
 //! ```
 
 mod client;
-mod demo;
 mod rt;
 mod server;
 
 pub use client::{get, request, Client, Error};
-pub use demo::demo;
 pub use rt::{io, Io, YieldloopExecutor, YieldloopSleep, YieldloopTimer};
 pub use server::{http1_builder, serve, serve_connection, serve_with, Server};
