@@ -20,27 +20,32 @@
 //! `tests/layering.rs`, holds the code to this list and this list to the
 //! ranks it enforces.
 //!
-//! 1. Plain data.
+//! 1. The platform.
+//!    - `sys`: everything that differs between Linux and the other
+//!      systems, chosen once: the precise timer, pidfds, guard pages, the
+//!      cheapest clock, CPU pinning, `SO_REUSEPORT`; with the `portable`
+//!      feature, Linux takes the other systems' paths.
+//! 2. Plain data.
 //!    - `protocol`, `failure`, `shared`: the ids ([`TaskId`], wait tokens,
 //!      [`IoId`](raw::IoId), scheduler ids, [`ParkToken`](raw::ParkToken))
 //!      and the protocol, [`Op`](raw::Op) and [`Resume`](raw::Resume); why
 //!      a task produced no value; the types threads share (std's, or the
 //!      `loom` model checker's under `--cfg loom`).
-//! 2. Mechanisms.
+//! 3. Mechanisms.
 //!    - `observe`, `inspect`: with feature `tracing`, the spans and events
 //!      a `tracing` subscriber is told; each scheduler's counters and the
 //!      requests for a task dump, shared with every thread, and the dump's
 //!      types.
 //!    - `timer`, `reactor`, `stack`, `trace`, `slow_task`: the deadline
 //!      heap; `mio::Poll`, the registered sources, the accepts it performs,
-//!      wake-ups from other threads, the precise `timerfd` on Linux; the
+//!      wake-ups from other threads, the precise timer where `sys` has one; the
 //!      pool of guarded stacks and the report of an overflow; the scheduler
 //!      trace; the warning about tasks that hold the thread too long.
-//! 3. Tasks and their scheduler.
+//! 4. Tasks and their scheduler.
 //!    - `task`: a task's coroutine and context at the top of its stack, and
 //!      the thread-local of the running task.
 //!    - `scheduler`: the task table, filing each `Op`, and the loop.
-//! 4. The blocking-style surface.
+//! 5. The blocking-style surface.
 //!    - `timeout`, [`task_local`](mod@task_local): [`timeout()`] and
 //!      [`timeout_at`], the scopes each pause is narrowed to;
 //!      [`task_local!`] and [`LocalKey`], one value per task.
@@ -68,7 +73,7 @@
 //!      exits waited for by pausing the task; with feature `hook` (Linux),
 //!      the C library's blocking socket and sleep calls, which pause only
 //!      the calling task when made from one.
-//! 5. The public faces.
+//! 6. The public faces.
 //!    - [`raw`], [`diag`], `model`: the protocol for building your own
 //!      primitives; tuning and diagnostics; with `--cfg loom` only, the
 //!      entry points of the model checks of the cross-thread protocols.
@@ -161,17 +166,14 @@ compile_error!(
      panic = \"abort\" from the Cargo profile"
 );
 
-#[cfg(not(unix))]
-compile_error!(
-    "yieldloop supports Unix-like systems (Linux, macOS, FreeBSD); Windows is not supported"
-);
-
-// Layer 1: plain data.
+// Layer 1: the platform.
+mod sys;
+// Layer 2: plain data.
 mod failure;
 mod protocol;
 #[allow(unused_imports)]
 mod shared;
-// Layer 2: mechanisms.
+// Layer 3: mechanisms.
 mod inspect;
 mod observe;
 mod reactor;
@@ -179,10 +181,10 @@ mod slow_task;
 mod stack;
 mod timer;
 mod trace;
-// Layer 3: tasks and their scheduler.
+// Layer 4: tasks and their scheduler.
 mod scheduler;
 mod task;
-// Layer 4: the blocking-style surface.
+// Layer 5: the blocking-style surface.
 mod blocking;
 mod bridge;
 mod coop;
@@ -205,7 +207,7 @@ pub mod sync;
 pub mod task_local;
 mod time;
 mod timeout;
-// Layer 5: the public faces.
+// Layer 6: the public faces.
 pub mod diag;
 #[cfg(loom)]
 #[doc(hidden)]

@@ -24,6 +24,10 @@ struct Layer {
 
 const LAYERS: &[Layer] = &[
     Layer {
+        name: "The platform",
+        ranks: &[&["sys"]],
+    },
+    Layer {
         name: "Plain data",
         ranks: &[&["protocol", "failure", "shared"]],
     },
@@ -859,8 +863,8 @@ fn the_checker_reports_upward_paths() {
         &ranks,
     );
     assert_eq!(wrong.len(), 3, "{wrong:#?}");
-    assert!(wrong[0].starts_with("timer.rs:1: `timer` (rank 2) uses `scheduler`"));
-    assert!(wrong[1].contains("`stack` (rank 2) uses `net`"));
+    assert!(wrong[0].starts_with("timer.rs:1: `timer` (rank 3) uses `scheduler`"));
+    assert!(wrong[1].contains("`stack` (rank 3) uses `net`"));
     assert!(wrong[2].contains("goes through the crate root"));
 }
 

@@ -50,12 +50,9 @@ const BACKLOG: i32 = 1024;
 pub fn bind_reuseport_std(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
-    // FreeBSD's plain SO_REUSEPORT would give every connection to one of
-    // the sockets; the load-balancing kind spreads them, as on Linux.
-    #[cfg(target_os = "freebsd")]
-    socket.set_reuse_port_lb(true)?;
-    #[cfg(not(target_os = "freebsd"))]
-    socket.set_reuse_port(true)?;
+    // The load-balancing kind where the plain one would not spread the
+    // connections (FreeBSD).
+    crate::sys::set_reuse_port(&socket)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;

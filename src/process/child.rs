@@ -22,8 +22,8 @@ use std::sync::Arc;
 use super::exit::Exit;
 use super::pipes::{ChildStderr, ChildStdin, ChildStdout};
 use super::reaper::{self, PoolWait};
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
 use crate::io::PausingIo;
+use crate::sys::PidFd;
 
 /// A child process started by [`Command::spawn`](super::Command::spawn).
 ///
@@ -81,9 +81,8 @@ pub struct Child {
 #[derive(Debug)]
 enum Waiter {
     /// A pidfd registered with the scheduler, readable once the child has
-    /// exited.
-    #[cfg(all(target_os = "linux", not(feature = "portable")))]
-    PidFd(PausingIo<super::pidfd::PidFd>),
+    /// exited (never off Linux: see `sys`).
+    PidFd(PausingIo<PidFd>),
     /// A blocking-pool job waiting for the exit, once a wait started one.
     /// Kept across a wait that was cut short (a timeout), so the next wait
     /// takes the same job's outcome.
@@ -94,11 +93,9 @@ impl Waiter {
     /// The best way to wait for `pid` here: a pidfd where the kernel has
     /// them, else the pool.
     fn for_pid(pid: u32) -> io::Result<Waiter> {
-        #[cfg(all(target_os = "linux", not(feature = "portable")))]
-        if let Ok(fd) = super::pidfd::PidFd::open(pid) {
+        if let Ok(fd) = PidFd::open(pid) {
             return Ok(Waiter::PidFd(PausingIo::from_nonblocking(fd)?));
         }
-        let _ = pid;
         Ok(Waiter::Pool(None))
     }
 }
@@ -192,7 +189,6 @@ impl Child {
             return self.exit.wait_blocking();
         }
         match &mut self.waiter {
-            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             Waiter::PidFd(pidfd) => {
                 let exit = &self.exit;
                 pidfd.read_with(|_| {
@@ -295,7 +291,6 @@ impl Drop for Child {
             return;
         }
         match &self.waiter {
-            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             Waiter::PidFd(pidfd) => {
                 reaper::orphan(self.exit.clone(), pidfd.get_ref().try_clone().ok())
             }

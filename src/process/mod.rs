@@ -55,8 +55,6 @@ mod child;
 mod command;
 mod exit;
 mod output;
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-mod pidfd;
 mod pipes;
 mod reaper;
 

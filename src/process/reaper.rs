@@ -36,22 +36,19 @@ pub(crate) fn wait_on_pool(exit: Arc<Exit>) -> PoolWait {
 /// thread when there is a pidfd for it and the thread runs, else on the
 /// blocking pool.
 pub(crate) fn orphan(exit: Arc<Exit>, pidfd: Option<OwnedFd>) {
-    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     let exit = match pidfd {
-        Some(fd) => match linux::adopt(exit, fd) {
+        Some(fd) => match by_pidfd::adopt(exit, fd) {
             Ok(()) => return,
             Err(exit) => exit,
         },
         None => exit,
     };
-    #[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
-    drop(pidfd);
     drop(wait_on_pool(exit));
 }
 
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-mod linux {
-    //! The reaper thread: orphans' pidfds in a `mio::Poll` of its own.
+mod by_pidfd {
+    //! The reaper thread: orphans' pidfds in a `mio::Poll` of its own
+    //! (only where the platform has pidfds: see `sys`).
 
     use std::io;
     use std::os::fd::{AsRawFd, OwnedFd};

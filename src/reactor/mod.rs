@@ -50,23 +50,20 @@ use crate::protocol::{IoId, Resume, WaitToken};
 mod accept;
 mod read_events;
 mod remote;
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-mod timerfd;
 mod wait;
 
 pub(crate) use read_events::{ReadEvents, ReadMarkSlot};
 #[cfg(loom)]
 pub(crate) use remote::model as remote_model;
 pub(crate) use remote::RemoteQueue;
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-use timerfd::TimerFd;
 pub(crate) use wait::Wait;
+
+use crate::sys::PreciseTimer;
 
 /// Serial numbers of registrations, unique in the process.
 static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
-/// Token of the precise-timer `timerfd`; slab keys never come near it.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
+/// Token of the precise timer (a `timerfd`); slab keys never come near it.
 const TIMER_KEY: usize = usize::MAX - 1;
 /// Token of the cross-thread `mio::Waker`.
 const WAKER_KEY: usize = usize::MAX - 2;
@@ -145,11 +142,10 @@ pub(crate) struct Reactor {
     poll: Poll,
     events: Events,
     sources: Slab<Source>,
-    /// The precise timer, when the kernel gave us one.
-    #[cfg(all(target_os = "linux", not(feature = "portable")))]
-    timer: Option<TimerFd>,
+    /// The precise timer, where the platform has one and the kernel gave
+    /// it (never off Linux: see `sys`).
+    timer: Option<PreciseTimer>,
     /// The deadline the timer is armed for.
-    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     timer_deadline: Option<std::time::Instant>,
     /// Wake-ups from other threads; created on first use.
     remote: Option<Arc<RemoteQueue>>,
@@ -163,9 +159,9 @@ pub(crate) struct Reactor {
 impl Reactor {
     pub(crate) fn new() -> io::Result<Reactor> {
         let poll = Poll::new()?;
-        // Without a timerfd the loop still works, with millisecond wake-ups.
-        #[cfg(all(target_os = "linux", not(feature = "portable")))]
-        let timer = TimerFd::new().ok().and_then(|t| {
+        // Without a precise timer the loop still works, with the poll's
+        // own timeout.
+        let timer = PreciseTimer::new().ok().and_then(|t| {
             let fd = std::os::fd::AsRawFd::as_raw_fd(&t);
             poll.registry()
                 .register(
@@ -180,9 +176,7 @@ impl Reactor {
             poll,
             events: Events::with_capacity(1024),
             sources: Slab::new(),
-            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             timer,
-            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             timer_deadline: None,
             remote: None,
             remote_scratch: Vec::new(),
@@ -558,7 +552,6 @@ impl Reactor {
             Err(e) => return Err(e),
         }
         for ev in self.events.iter() {
-            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             if ev.token().0 == TIMER_KEY {
                 if let Some(t) = &mut self.timer {
                     t.clear();

@@ -39,12 +39,12 @@
 //! # Elsewhere
 //!
 //! On macOS and FreeBSD, and on Linux with the `portable` feature, there is
-//! no timerfd: the poll's own timeout covers the whole wait, in one step
-//! (see [`portable_timeout`]). `kevent` takes nanoseconds, so this is as
-//! precise as the timerfd; `epoll_wait` (Linux, `portable`) rounds up to the
-//! next millisecond, so a wake-up may come up to a millisecond late. On
-//! Linux without a timerfd (the kernel refused one), the coarse step stays
-//! and the near one is the poll's own timeout, rounded up the same way.
+//! no precise timer (the platform module, `sys`, has none to give): the
+//! poll's own timeout covers the whole wait, in one step (see
+//! [`direct_timeout`]). `kevent` takes nanoseconds, so this is as precise
+//! as the timerfd; `epoll_wait` (Linux, `portable`) rounds up to the next
+//! millisecond, so a wake-up may come up to a millisecond late. The same
+//! holds on Linux when the kernel refused a timerfd.
 //!
 //! Whichever way, a wait may end later than its deadline, never earlier.
 
@@ -55,12 +55,10 @@ use super::Reactor;
 
 /// Deadlines further off than this are first waited for with epoll's own
 /// (millisecond) timeout rather than the precise timer.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
 const PRECISE_WITHIN: Duration = Duration::from_millis(5);
 /// How much earlier than a far deadline epoll's timeout is set to end (mio
 /// rounds it up to whole milliseconds, so this keeps the wake-up before
 /// the deadline, 1 to 2 ms before it).
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
 const EPOLL_TIMEOUT_MARGIN: Duration = Duration::from_millis(2);
 
 /// How one poll waits: the timeout it is given, and whether the precise
@@ -74,12 +72,10 @@ pub(crate) enum Wait {
     Event,
     /// The first of two steps towards a far deadline: epoll's millisecond
     /// timeout, ending a little before it.
-    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     Coarse(Duration),
     /// The second step: no timeout; the timerfd, armed to expire after
     /// `expires_in`, ends the wait. `armed_now` tells whether this poll
     /// armed it (a system call) or found it armed in time already.
-    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     Precise {
         /// Time left until the timer expires.
         expires_in: Duration,
@@ -97,9 +93,7 @@ impl Wait {
         match self {
             Wait::Now => Some(Duration::ZERO),
             Wait::Event => None,
-            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             Wait::Coarse(t) => Some(t),
-            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             Wait::Precise { .. } => None,
             Wait::Direct(t) => Some(t),
         }
@@ -111,9 +105,7 @@ impl Wait {
         match self {
             Wait::Now => "now",
             Wait::Event => "event",
-            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             Wait::Coarse(_) => "coarse",
-            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             Wait::Precise { .. } => "precise",
             Wait::Direct(_) => "direct",
         }
@@ -123,7 +115,6 @@ impl Wait {
     /// expires and whether this poll armed it.
     pub(crate) fn timer(self) -> Option<(Duration, bool)> {
         match self {
-            #[cfg(all(target_os = "linux", not(feature = "portable")))]
             Wait::Precise {
                 expires_in,
                 armed_now,
@@ -137,7 +128,7 @@ impl Wait {
     /// and mio rounds up. `None` where the kernel takes the timeout as it
     /// is (`kevent`), or there is no timeout.
     pub(crate) fn kernel_millis(self) -> Option<u128> {
-        if cfg!(any(target_os = "linux", target_os = "android")) {
+        if crate::sys::POLL_TIMEOUT_IN_MILLIS {
             self.timeout()
                 .filter(|t| !t.is_zero())
                 .map(|t| t.saturating_add(Duration::from_nanos(999_999)).as_millis())
@@ -167,38 +158,31 @@ impl Reactor {
         if d <= now {
             return Ok(Wait::Now);
         }
-        let left = d - now;
-        #[cfg(all(target_os = "linux", not(feature = "portable")))]
-        {
+        // Only with the precise timer (never without: see `sys`) are far
+        // deadlines waited for in two steps.
+        if let Some(timer) = &mut self.timer {
+            let left = d - now;
             // Far off: the coarse step, free, then back here with the
             // deadline near.
             if left > PRECISE_WITHIN {
                 return Ok(Wait::Coarse(left - EPOLL_TIMEOUT_MARGIN));
             }
-            if let Some(timer) = &mut self.timer {
-                // Armed for this deadline or an earlier one: it will end
-                // the wait in time without another system call.
-                if let Some(armed) = self.timer_deadline.filter(|&a| timer.is_armed() && a <= d) {
-                    return Ok(Wait::Precise {
-                        expires_in: armed.saturating_duration_since(now),
-                        armed_now: false,
-                    });
-                }
-                timer.arm(left)?;
-                self.timer_deadline = Some(d);
+            // Armed for this deadline or an earlier one: it will end the
+            // wait in time without another system call.
+            if let Some(armed) = self.timer_deadline.filter(|&a| timer.is_armed() && a <= d) {
                 return Ok(Wait::Precise {
-                    expires_in: left,
-                    armed_now: true,
+                    expires_in: armed.saturating_duration_since(now),
+                    armed_now: false,
                 });
             }
-            // No timerfd: mio rounds up to whole milliseconds, never early.
-            Ok(Wait::Direct(left))
+            timer.arm(left)?;
+            self.timer_deadline = Some(d);
+            return Ok(Wait::Precise {
+                expires_in: left,
+                armed_now: true,
+            });
         }
-        #[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
-        {
-            let _ = left;
-            Ok(Wait::Direct(portable_timeout(d, now)))
-        }
+        Ok(Wait::Direct(direct_timeout(d, now)))
     }
 }
 
@@ -216,8 +200,7 @@ impl Reactor {
 /// `epoll_wait` (Linux with the `portable` feature) rounds up again, to the
 /// next millisecond. A wake-up may come later than the deadline, never
 /// earlier.
-#[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
-fn portable_timeout(deadline: Instant, now: Instant) -> Duration {
+fn direct_timeout(deadline: Instant, now: Instant) -> Duration {
     let left = deadline.saturating_duration_since(now);
     let to_whole_micro = (1_000 - left.subsec_nanos() % 1_000) % 1_000;
     left.saturating_add(Duration::from_nanos(u64::from(to_whole_micro)))

@@ -31,7 +31,6 @@ use std::thread;
 
 use crate::handoff::{Handoff, RemoteJoinError};
 
-mod affinity;
 pub(crate) mod worker;
 
 use worker::{run_job, worker_thread, Inbox, Job, Pool, Worker, WorkerSettings, CURRENT_WORKER};
@@ -456,7 +455,7 @@ impl RuntimeBuilder {
             None => thread::available_parallelism().map_or(1, usize::from),
         };
         let cpus = if self.pin {
-            let cpus = affinity::allowed_cpus()?;
+            let cpus = crate::sys::allowed_cpus()?;
             if cpus.is_empty() {
                 return Err(io::Error::other("no CPU to pin the workers to"));
             }

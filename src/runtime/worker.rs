@@ -8,7 +8,6 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
 use std::thread;
 
-use super::affinity;
 use crate::handoff::{Completer, RemoteJoinError};
 use crate::inspect::ParkedOn;
 use crate::park::{InTask, Pause, RemoteUnparker};
@@ -349,7 +348,7 @@ pub(super) fn worker_thread(
     }
     let _close = CloseOnExit(inbox);
     if let Some(cpu) = cpu {
-        if let Err(e) = affinity::pin_current_thread(cpu) {
+        if let Err(e) = crate::sys::pin_current_thread(cpu) {
             let _ = ready.send(Err(e));
             return;
         }

@@ -1,6 +1,7 @@
 //! The mapping behind the stack pool: chunks of stacks, each stack with a
 //! guard page below it. Every `unsafe` call of the stack pool's memory
-//! handling (`mmap`, `madvise`, `mprotect`, `munmap`) is here.
+//! handling (`mmap`, `madvise`, `munmap`) is here, but those that install
+//! the guard pages, which are the platform module's (`sys`).
 //!
 //! Every task runs on its own stack, and every stack needs a guard page below
 //! it so that an overflow faults instead of silently overwriting a neighbour
@@ -17,13 +18,14 @@
 //!  low addresses                          stacks grow downwards ◀──
 //! ```
 //!
-//! Guards are installed with `madvise(MADV_GUARD_INSTALL)` (Linux 6.13+),
-//! which marks pages as faulting without splitting the mapping, so a chunk
-//! stays one mapping however many stacks it holds; a chunk's guards go in
-//! with one `process_madvise` call where the kernel accepts it. On older
-//! kernels the pool falls back to `mprotect(PROT_NONE)`, which splits the
-//! mapping in two per stack; running out of mappings is then reported with
-//! the sysctl to raise. The environment variable
+//! Guards are installed by the platform module (`sys`): on Linux with
+//! `madvise(MADV_GUARD_INSTALL)` (Linux 6.13+), which marks pages as
+//! faulting without splitting the mapping, so a chunk stays one mapping
+//! however many stacks it holds; a chunk's guards go in with one
+//! `process_madvise` call where the kernel accepts it. On older kernels
+//! the pool falls back to `mprotect(PROT_NONE)`, which splits the mapping
+//! in two per stack; running out of mappings is then reported with the
+//! sysctl to raise. The environment variable
 //! `YIELDLOOP_STACK_GUARD=mprotect` forces the fallback, to test or compare
 //! it.
 //!
@@ -37,43 +39,18 @@
 
 use std::io;
 use std::ptr;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 
-/// `MADV_GUARD_INSTALL`, Linux 6.13+; not yet in every libc release.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-const MADV_GUARD_INSTALL: libc::c_int = 102;
+use crate::sys::{CHUNK_FLAGS, TRIM_ADVICE};
 
 /// Bytes of stacks (guards included) mapped at once, at most.
 const CHUNK_BYTES: usize = 16 * 1024 * 1024;
 /// Stacks per chunk, at most: small stacks still come in bounded batches.
 const MAX_PER_CHUNK: usize = 64;
 
-/// How guards are installed, decided by the first chunk and then kept.
-static GUARD_MODE: AtomicU8 = AtomicU8::new(GUARD_UNKNOWN);
-const GUARD_UNKNOWN: u8 = 0;
-const GUARD_MADVISE: u8 = 1;
-const GUARD_MPROTECT: u8 = 2;
-
-/// Flags of the mapping of a chunk. Linux is told not to reserve swap for
-/// it (only touched pages count); macOS and FreeBSD never do for anonymous
-/// memory, and FreeBSD has no such flag.
-#[cfg(target_os = "linux")]
-const CHUNK_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
-#[cfg(not(target_os = "linux"))]
-const CHUNK_FLAGS: libc::c_int = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
-
-/// How free stacks beyond the watermark give their memory back. On Linux
-/// `MADV_DONTNEED` drops the pages at once (they read back as zero); on
-/// macOS and FreeBSD it is only a hint that keeps them, while `MADV_FREE`
-/// lets the kernel take them (they read back as zero or as they were).
-#[cfg(target_os = "linux")]
-const TRIM_ADVICE: libc::c_int = libc::MADV_DONTNEED;
-#[cfg(not(target_os = "linux"))]
-const TRIM_ADVICE: libc::c_int = libc::MADV_FREE;
 /// Whether one `madvise` may cover a run of neighbouring stacks with the
-/// guard pages between them: Linux leaves guards as they are; elsewhere
-/// each stack is advised alone, so a guard page never makes a call fail.
-pub(super) const TRIM_ACROSS_GUARDS: bool = cfg!(target_os = "linux");
+/// guard pages between them (see [`crate::sys`]).
+pub(super) const TRIM_ACROSS_GUARDS: bool = crate::sys::TRIM_ACROSS_GUARDS;
 
 /// The system page size, read once.
 pub(super) fn page_size() -> usize {
@@ -169,137 +146,19 @@ pub(super) unsafe fn release(lo: usize, len: usize) {
     unsafe { libc::madvise(lo as *mut libc::c_void, len, TRIM_ADVICE) };
 }
 
-/// Installs the guard page at the bottom of each of `count` slots of `slot`
-/// bytes from `start`: in one system call where the kernel allows it (the
-/// call costs about as much as the page-table walk each guard needs), one
-/// call per guard otherwise.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-fn install_guards(start: usize, slot: usize, count: usize, page: usize) -> io::Result<()> {
-    let mut done = 0;
-    if GUARD_MODE.load(Ordering::Relaxed) == GUARD_UNKNOWN {
-        // The first guard of the process finds out which way works.
-        install_guard(start, page)?;
-        done = 1;
-    }
-    if GUARD_MODE.load(Ordering::Relaxed) == GUARD_MADVISE && count - done > 1 {
-        done += guards_in_one_call(start + done * slot, slot, count - done, page);
-    }
-    (done..count).try_for_each(|i| install_guard(start + i * slot, page))
-}
-
-/// `process_madvise(2)` on our own process with one range per guard page;
-/// returns how many of the `count` guards it installed (0 when the kernel
-/// does not offer it, which is then not asked again).
-///
-/// The process is named by `PIDFD_SELF` (Linux 6.15+), so no descriptor is
-/// opened, and a forked child names itself.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-fn guards_in_one_call(start: usize, slot: usize, count: usize, page: usize) -> usize {
-    use std::sync::atomic::AtomicBool;
-
-    /// `PIDFD_SELF` (`PIDFD_SELF_THREAD`): "the calling thread", whose
-    /// memory is the whole process's; not yet in every libc release.
-    const PIDFD_SELF: libc::c_int = -10_000;
-    static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
-    if UNAVAILABLE.load(Ordering::Relaxed) {
-        return 0;
-    }
-    let ranges: Vec<libc::iovec> = (0..count)
-        .map(|i| libc::iovec {
-            iov_base: (start + i * slot) as *mut libc::c_void,
-            iov_len: page,
-        })
-        .collect();
-    // SAFETY: every range is a page of the chunk just mapped, which no one
-    // uses yet, and `ranges` outlives the call; PIDFD_SELF names this
-    // process (older kernels refuse it with EBADF and touch nothing).
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_process_madvise,
-            PIDFD_SELF,
-            ranges.as_ptr(),
-            ranges.len(),
-            MADV_GUARD_INSTALL,
-            0,
-        )
-    };
-    match usize::try_from(r) {
-        Ok(bytes) => (bytes / page).min(count),
-        Err(_) => {
-            UNAVAILABLE.store(true, Ordering::Relaxed);
-            0
-        }
-    }
-}
-
-/// Makes the page at `addr` fault on any access.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-fn install_guard(addr: usize, page: usize) -> io::Result<()> {
-    let mut mode = GUARD_MODE.load(Ordering::Relaxed);
-    if mode == GUARD_UNKNOWN
-        && std::env::var_os("YIELDLOOP_STACK_GUARD").is_some_and(|v| v == "mprotect")
-    {
-        // Lets the fallback be exercised (and compared) on new kernels.
-        mode = GUARD_MPROTECT;
-        GUARD_MODE.store(GUARD_MPROTECT, Ordering::Relaxed);
-    }
-    if mode != GUARD_MPROTECT {
-        // SAFETY: `addr` is a page of a mapping we own and no one uses yet.
-        let r = unsafe { libc::madvise(addr as *mut libc::c_void, page, MADV_GUARD_INSTALL) };
-        if r == 0 {
-            GUARD_MODE.store(GUARD_MADVISE, Ordering::Relaxed);
-            return Ok(());
-        }
-        let err = io::Error::last_os_error();
-        // An unknown advice value means an older kernel: fall back for good.
-        if mode == GUARD_MADVISE || err.raw_os_error() != Some(libc::EINVAL) {
-            return Err(err);
-        }
-        GUARD_MODE.store(GUARD_MPROTECT, Ordering::Relaxed);
-    }
-    // SAFETY: as above; PROT_NONE on our own unused page.
-    let r = unsafe { libc::mprotect(addr as *mut libc::c_void, page, libc::PROT_NONE) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Installs the guard page at the bottom of each of `count` slots of `slot`
-/// bytes from `start`, one `mprotect` each.
-#[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
-fn install_guards(start: usize, slot: usize, count: usize, page: usize) -> io::Result<()> {
-    (0..count).try_for_each(|i| install_guard(start + i * slot, page))
-}
-
-/// Makes the page at `addr` fault on any access: `mprotect`, the one way
-/// off Linux (and with the `portable` feature).
-#[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
-fn install_guard(addr: usize, page: usize) -> io::Result<()> {
-    GUARD_MODE.store(GUARD_MPROTECT, Ordering::Relaxed);
-    // SAFETY: `addr` is a page of a mapping we own and no one uses yet;
-    // PROT_NONE on it.
-    let r = unsafe { libc::mprotect(addr as *mut libc::c_void, page, libc::PROT_NONE) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
+use crate::sys::install_guards;
 
 /// True if guard pages are installed with `MADV_GUARD_INSTALL` (one mapping
 /// per chunk), false if with `mprotect` (two mappings per stack) or not yet
 /// known. Always false off Linux and with the `portable` feature.
 pub fn guards_use_madvise() -> bool {
-    cfg!(all(target_os = "linux", not(feature = "portable")))
-        && GUARD_MODE.load(Ordering::Relaxed) == GUARD_MADVISE
+    crate::sys::guards_use_madvise()
 }
 
 /// Wraps a mapping failure with what to do about it.
 fn mapping_error(what: &str, err: io::Error) -> io::Error {
     // Only Linux counts mappings against a limit the user can raise.
-    if cfg!(target_os = "linux") && err.raw_os_error() == Some(libc::ENOMEM) {
+    if crate::sys::COUNTS_MAPPINGS && err.raw_os_error() == Some(libc::ENOMEM) {
         let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count")
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());

@@ -7,13 +7,13 @@
 //! is on Linux.
 
 #[cfg(target_os = "linux")]
-pub(super) use linux::{allowed_cpus, pin_current_thread};
+pub(crate) use linux::{allowed_cpus, pin_current_thread};
 
 #[cfg(target_os = "freebsd")]
-pub(super) use freebsd::{allowed_cpus, pin_current_thread};
+pub(crate) use freebsd::{allowed_cpus, pin_current_thread};
 
 #[cfg(not(any(target_os = "linux", target_os = "freebsd")))]
-pub(super) use unsupported::{allowed_cpus, pin_current_thread};
+pub(crate) use unsupported::{allowed_cpus, pin_current_thread};
 
 #[cfg(target_os = "linux")]
 mod linux {
@@ -25,7 +25,7 @@ mod linux {
     type Mask = [u64; 16];
 
     /// The CPUs this process may run on, in increasing order.
-    pub(in super::super) fn allowed_cpus() -> io::Result<Vec<usize>> {
+    pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
         let mut mask: Mask = [0; 16];
         // SAFETY: the pointer and length describe `mask`, which lives for
         // the call; the kernel writes at most that many bytes into it.
@@ -41,7 +41,7 @@ mod linux {
     }
 
     /// Pins the calling thread to `cpu`.
-    pub(in super::super) fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    pub(crate) fn pin_current_thread(cpu: usize) -> io::Result<()> {
         let mut mask: Mask = [0; 16];
         let word = mask
             .get_mut(cpu / 64)
@@ -68,7 +68,7 @@ mod freebsd {
     const BITS: usize = 8 * size_of::<libc::cpuset_t>();
 
     /// The CPUs this process may run on, in increasing order.
-    pub(in super::super) fn allowed_cpus() -> io::Result<Vec<usize>> {
+    pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
         // SAFETY: `cpuset_t` is plain bits; all zeroes is the empty set.
         let mut set: libc::cpuset_t = unsafe { zeroed() };
         // SAFETY: the size and pointer describe `set`, which lives for the
@@ -92,7 +92,7 @@ mod freebsd {
     }
 
     /// Pins the calling thread to `cpu`.
-    pub(in super::super) fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    pub(crate) fn pin_current_thread(cpu: usize) -> io::Result<()> {
         if cpu >= BITS {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -136,12 +136,12 @@ mod unsupported {
     }
 
     /// Always `Unsupported`.
-    pub(in super::super) fn allowed_cpus() -> io::Result<Vec<usize>> {
+    pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
         Err(unsupported())
     }
 
     /// Always `Unsupported`.
-    pub(in super::super) fn pin_current_thread(_cpu: usize) -> io::Result<()> {
+    pub(crate) fn pin_current_thread(_cpu: usize) -> io::Result<()> {
         Err(unsupported())
     }
 }
