@@ -121,28 +121,45 @@
 //!     assert_eq!(results_rx.iter().sum::<u64>(), 385);
 //! });
 //! ```
+//!
+//! # Layout
+//!
+//! The files follow the public paths. The cross-thread primitives sit at
+//! this module's root, one file each (`mutex`, `rwlock`, `condvar`,
+//! `semaphore`, `notify`, `waitgroup`, `once`), all on one waiter list,
+//! `waiters` (a FIFO behind a std mutex whose waiters are tasks of any
+//! scheduler or plain threads); `watch` and `broadcast` wake every waiter
+//! at once through `xwait`. The single-thread primitives are under
+//! `local/`, on `waitq`. The channels, local and cross-thread, are one
+//! implementation in `chan/`, parameterised by a `Flavor`.
 
 pub mod broadcast;
 mod chan;
-mod cross;
+mod condvar;
 mod error;
 pub mod local;
 pub mod mpsc;
 mod mutex;
 mod notify;
+mod once;
 mod oneshot;
+mod rwlock;
 mod select;
 mod semaphore;
+mod waiters;
 mod waitgroup;
 mod waitq;
 pub mod watch;
 mod xwait;
 
-pub use cross::{
-    Barrier, Condvar, Mutex, MutexGuard, Notify, OnceCell, RwLock, RwLockReadGuard,
-    RwLockWriteGuard, Semaphore, SemaphorePermit, WaitGroup, WaitTimeoutResult,
-};
+pub use condvar::{Condvar, WaitTimeoutResult};
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
+pub use local::BarrierWaitResult;
+pub use mutex::{Mutex, MutexGuard};
+pub use notify::Notify;
+pub use once::OnceCell;
 pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use select::{Select, Selectable, SelectableSender};
-pub use waitgroup::BarrierWaitResult;
+pub use semaphore::{Semaphore, SemaphorePermit};
+pub use waitgroup::{Barrier, WaitGroup};

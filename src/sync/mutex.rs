@@ -1,74 +1,104 @@
-//! [`Mutex`]: a lock that pauses the waiting task, not the thread.
+//! [`Mutex`]: a lock shared between threads, where a waiting task pauses
+//! only itself and a waiting plain thread blocks.
 
-use std::cell::{RefCell, RefMut};
+use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
+use std::time::{Duration, Instant};
 
-use super::semaphore::Semaphore;
+use super::waiters::{self, lock, Waiters, Wake};
+use crate::shared::atomic::{AtomicUsize, Ordering};
+use crate::shared::Mutex as StdMutex;
+use crate::sync::waitq::Woken;
 
-/// A mutual-exclusion lock for the tasks of one thread, held across pauses.
+/// Nobody holds the lock.
+const UNLOCKED: usize = 0;
+/// Held, and nobody waits: unlocking is one compare-and-swap.
+const LOCKED: usize = 1;
+/// Held, and waiters may be queued: unlocking takes the queue's lock.
+const CONTENDED: usize = 2;
+
+/// A mutual-exclusion lock for tasks on any worker and for plain threads,
+/// held across pauses.
 ///
-/// [`lock`](Self::lock) pauses the calling task while another task holds
-/// the lock; the thread goes on running other tasks. The guard may be held
-/// across pauses (a `sleep`, a socket read), which is what a `RefCell`
-/// borrow alone cannot offer: other tasks would find it borrowed.
+/// [`lock`](Self::lock) pauses the calling task while the lock is held
+/// elsewhere (its scheduler goes on running its other tasks), or blocks the
+/// calling plain thread. The guard may be held across pauses.
 ///
-/// Unlocking with tasks waiting hands the lock to the one that has waited
-/// longest: acquisition is first come, first served, so no waiter starves
-/// and a task that unlocks and relocks at once goes to the back of the
-/// queue. Underneath it is a [`Semaphore`] of one permit guarding a
-/// `RefCell`.
+/// Hand-over is first come, first served: unlocking with waiters hands the
+/// lock to the one that has waited longest, which then holds it without
+/// having to race for it; a newcomer does not overtake the queue.
 ///
-/// Single-thread: share it between the tasks of one scheduler through an
-/// `Rc`. There is no poisoning: a task that panics while holding the guard
-/// unlocks it as the guard drops.
+/// Taking and releasing a lock nobody waits for is one atomic
+/// compare-and-swap each; the waiter queue, behind a std mutex, is only
+/// touched under contention. Among the tasks of one thread,
+/// [`local::Mutex`](crate::sync::local::Mutex) is cheaper still (no atomic
+/// operation at all).
 ///
-/// # Cancellation
+/// There is no poisoning: a guard dropped by a panic unlocks.
 ///
-/// A task cancelled while it waits leaves the queue; if the lock had just
-/// been handed to it, it goes on to the next waiter. A task cancelled while
-/// *holding* the guard unlocks as its stack unwinds.
+/// # Cancellation and timeouts
+///
+/// A waiter that gives up (its [`lock_timeout`](Self::lock_timeout) runs
+/// out, a [`timeout`](crate::timeout()) scope expires, it is cancelled)
+/// leaves the queue; if the lock had just been handed to it, a timed-out
+/// waiter keeps it (the call succeeds) and an unwound one hands it on.
 ///
 /// # Examples
 ///
-/// ```
-/// use std::{rc::Rc, time::Duration};
-/// use yieldloop::sync::local::Mutex;
+/// A counter incremented by the tasks of two workers and a plain thread:
 ///
-/// yieldloop::run(|| {
-///     let log = Rc::new(Mutex::new(Vec::new()));
-///     let tasks: Vec<_> = (0..3)
-///         .map(|i| {
-///             let log = log.clone();
-///             yieldloop::spawn(move || {
-///                 let mut entries = log.lock();
-///                 entries.push(i);
-///                 // Still held across the pause: nobody else gets in.
-///                 yieldloop::sleep(Duration::from_millis(1));
-///                 entries.push(i);
-///             })
+/// ```
+/// use std::sync::Arc;
+/// use yieldloop::{sync::Mutex, Runtime};
+///
+/// let count = Arc::new(Mutex::new(0));
+/// let rt = Runtime::builder().workers(2).build().unwrap();
+/// let handles: Vec<_> = (0..2)
+///     .map(|w| {
+///         let count = count.clone();
+///         rt.spawn_on(w, move || {
+///             for _ in 0..100 {
+///                 *count.lock() += 1;
+///                 yieldloop::yield_now();
+///             }
 ///         })
-///         .collect();
-///     for t in tasks {
-///         t.join().unwrap();
-///     }
-///     assert_eq!(*log.lock(), [0, 0, 1, 1, 2, 2]);
-/// });
+///     })
+///     .collect();
+/// for _ in 0..100 {
+///     *count.lock() += 1; // this plain thread blocks while it waits
+/// }
+/// for h in handles {
+///     h.join().unwrap();
+/// }
+/// assert_eq!(*count.lock(), 300);
 /// ```
 pub struct Mutex<T: ?Sized> {
-    sem: Semaphore,
-    /// Borrowed mutably by the guard of whoever holds the lock; the
-    /// semaphore makes sure that is one task at a time, so the borrow never
-    /// fails.
-    data: RefCell<T>,
+    /// [`UNLOCKED`], [`LOCKED`] or [`CONTENDED`].
+    ///
+    /// # Invariant
+    /// While a waiter not yet handed the lock is queued, the state is
+    /// `CONTENDED` (set under the queue's lock before queueing), so the
+    /// holder's unlock takes the queue's lock and hands over.
+    state: AtomicUsize,
+    waiters: StdMutex<Waiters>,
+    data: UnsafeCell<T>,
 }
+
+// SAFETY: the lock hands the value from thread to thread (`T: Send`), and
+// only the holder of the lock reaches it.
+unsafe impl<T: ?Sized + Send> Send for Mutex<T> {}
+// SAFETY: as for `Send`: shared `&Mutex` give access to `T` only through
+// the lock, one holder at a time.
+unsafe impl<T: ?Sized + Send> Sync for Mutex<T> {}
 
 impl<T> Mutex<T> {
     /// An unlocked mutex holding `value`.
     pub fn new(value: T) -> Mutex<T> {
         Mutex {
-            sem: Semaphore::new(1),
-            data: RefCell::new(value),
+            state: AtomicUsize::new(UNLOCKED),
+            waiters: StdMutex::new(Waiters::default()),
+            data: UnsafeCell::new(value),
         }
     }
 
@@ -79,32 +109,62 @@ impl<T> Mutex<T> {
 }
 
 impl<T: ?Sized> Mutex<T> {
-    /// Locks, pausing the task until the lock is free.
+    /// Locks, pausing the task (or blocking the plain thread) until the
+    /// lock is free.
     ///
     /// # Panics
     ///
-    /// Panics if it must pause outside a task, or in a task that is
-    /// unwinding (a destructor cannot wait). Locking again in the task that
-    /// holds the lock never returns (as with any non-reentrant lock); the
-    /// scheduler reports the deadlock if nothing else can happen.
+    /// Panics if it must pause in a task that is unwinding (a destructor
+    /// cannot wait). Locking again where the lock is held never returns.
+    #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        self.sem.acquire_raw();
-        self.guard()
+        crate::coop::proceed();
+        if !self.try_lock_fast() {
+            // With no deadline only a hand-over ends the wait.
+            let locked = self.lock_slow(None);
+            debug_assert!(locked);
+        }
+        MutexGuard { mutex: self }
     }
 
-    /// Locks if the lock is free now.
+    /// Locks if the lock is free now and nobody waits for it.
     ///
     /// # Examples
     ///
     /// ```
-    /// let m = yieldloop::sync::local::Mutex::new(1);
+    /// let m = yieldloop::sync::Mutex::new(1);
     /// let g = m.try_lock().unwrap();
     /// assert!(m.try_lock().is_none());
     /// drop(g);
     /// assert_eq!(*m.try_lock().unwrap(), 1);
     /// ```
+    #[inline]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.sem.try_acquire_raw().then(|| self.guard())
+        self.try_lock_fast().then(|| MutexGuard { mutex: self })
+    }
+
+    /// Like [`lock`](Self::lock), giving up after `timeout`: `None` if the
+    /// lock could not be had by then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let m = yieldloop::sync::Mutex::new(());
+    /// let held = m.lock();
+    /// assert!(m.lock_timeout(Duration::from_millis(5)).is_none());
+    /// drop(held);
+    /// assert!(m.lock_timeout(Duration::from_millis(5)).is_some());
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As for `lock`.
+    pub fn lock_timeout(&self, timeout: Duration) -> Option<MutexGuard<'_, T>> {
+        crate::coop::proceed();
+        let deadline = crate::time::deadline_after(timeout);
+        (self.try_lock_fast() || self.lock_slow(Some(deadline))).then(|| MutexGuard { mutex: self })
     }
 
     /// The value, through `&mut`: no locking needed.
@@ -112,20 +172,128 @@ impl<T: ?Sized> Mutex<T> {
         self.data.get_mut()
     }
 
-    /// True while a task holds the lock.
+    /// True while the lock is held.
     pub fn is_locked(&self) -> bool {
-        self.sem.available_permits() == 0
+        self.state.load(Ordering::Relaxed) != UNLOCKED
     }
 
-    /// Tasks queued for the lock now.
+    /// Waiters queued for the lock now.
     pub fn waiting(&self) -> usize {
-        self.sem.waiting()
+        lock(&self.waiters).len()
     }
 
-    fn guard(&self) -> MutexGuard<'_, T> {
-        MutexGuard {
-            data: Some(self.data.borrow_mut()),
-            mutex: self,
+    #[inline]
+    fn try_lock_fast(&self) -> bool {
+        self.state
+            .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Queues for the lock; true once it is held, false if `deadline`
+    /// passed first.
+    #[cold]
+    fn lock_slow(&self, deadline: Option<Instant>) -> bool {
+        let mut st = lock(&self.waiters);
+        loop {
+            // Under the queue's lock the state changes only by a holder's
+            // fast unlock (LOCKED to UNLOCKED) and a fast lock after it.
+            match self.state.load(Ordering::Relaxed) {
+                UNLOCKED if self.try_lock_fast() => return true,
+                UNLOCKED => continue,
+                LOCKED
+                    if self
+                        .state
+                        .compare_exchange(LOCKED, CONTENDED, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_err() =>
+                {
+                    continue
+                }
+                _ => {}
+            }
+            // A deadline `<= now` has passed.
+            if deadline.is_some_and(|d| crate::timer::now() >= d) {
+                self.leave(&mut st);
+                return false;
+            }
+            let woken;
+            (st, woken) = waiters::wait(
+                &self.waiters,
+                st,
+                (),
+                deadline,
+                waiters::nothing,
+                // Handed the lock, then unwound: hand it on.
+                |st, woken| match woken {
+                    Woken::One => self.unlock_locked(st).into_iter().collect(),
+                    _ => {
+                        self.leave(st);
+                        Vec::new()
+                    }
+                },
+                "a Mutex",
+            );
+            if woken == Woken::One {
+                // Handed over: the state stayed locked for us.
+                return true;
+            }
+            // Only a deadline ends a wait unwoken.
+            self.leave(&mut st);
+            return false;
+        }
+    }
+
+    /// A waiter leaves without the lock: with nobody left queued, the
+    /// holder's unlock can take the fast path again.
+    fn leave(&self, st: &mut Waiters) {
+        if st.is_empty() {
+            // The lock is held (it is never left unlocked with waiters
+            // queued), so the state is LOCKED or CONTENDED.
+            let _ = self.state.compare_exchange(
+                CONTENDED,
+                LOCKED,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Unlocks: hands the lock to the longest waiter, if any.
+    #[inline]
+    pub(crate) fn unlock(&self) {
+        if self
+            .state
+            .compare_exchange(LOCKED, UNLOCKED, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            self.unlock_slow();
+        }
+    }
+
+    #[cold]
+    fn unlock_slow(&self) {
+        let mut st = lock(&self.waiters);
+        let wake = self.unlock_locked(&mut st);
+        drop(st);
+        if let Some(w) = wake {
+            w.wake();
+        }
+    }
+
+    /// Unlocks under the queue's lock: the longest waiter is handed the
+    /// lock (the state stays locked), or the state goes to `UNLOCKED`.
+    /// Returns the waiter to wake once the queue's lock is released.
+    fn unlock_locked(&self, st: &mut Waiters) -> Option<Wake> {
+        match st.wake_one() {
+            Some(w) => {
+                if st.is_empty() {
+                    self.state.store(LOCKED, Ordering::Relaxed);
+                }
+                Some(w)
+            }
+            None => {
+                self.state.store(UNLOCKED, Ordering::Release);
+                None
+            }
         }
     }
 }
@@ -139,45 +307,48 @@ impl<T: Default> Default for Mutex<T> {
 impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Mutex");
-        match self.data.try_borrow() {
-            Ok(v) if !self.is_locked() => d.field("data", &&*v),
-            _ => d.field("data", &format_args!("<locked>")),
+        match self.try_lock() {
+            Some(g) => d.field("data", &&*g),
+            None => d.field("data", &format_args!("<locked>")),
         };
-        d.field("waiting", &self.waiting()).finish()
+        d.finish_non_exhaustive()
     }
 }
 
 /// Access to a locked [`Mutex`]'s value; unlocks when dropped.
+///
+/// Unlike std's guard it may be released on another thread than the one
+/// that locked (the lock belongs to no thread); a task never moves, so a
+/// guard held in a task is released where it was taken.
 #[must_use = "the mutex unlocks at once if the guard is not kept"]
 pub struct MutexGuard<'a, T: ?Sized> {
-    /// `Some` until the drop, which ends the borrow before unlocking.
-    data: Option<RefMut<'a, T>>,
-    mutex: &'a Mutex<T>,
+    pub(super) mutex: &'a Mutex<T>,
 }
+
+// SAFETY: a shared guard gives `&T` only, as a `&T` shared between threads
+// would.
+unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
 
 impl<T: ?Sized> Deref for MutexGuard<'_, T> {
     type Target = T;
 
     fn deref(&self) -> &T {
-        self.data
-            .as_deref()
-            .expect("a guard holds its borrow until dropped")
+        // SAFETY: the guard exists only while its holder has the lock.
+        unsafe { &*self.mutex.data.get() }
     }
 }
 
 impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        self.data
-            .as_deref_mut()
-            .expect("a guard holds its borrow until dropped")
+        // SAFETY: as for `deref`, and `&mut self` makes this the only use.
+        unsafe { &mut *self.mutex.data.get() }
     }
 }
 
 impl<T: ?Sized> Drop for MutexGuard<'_, T> {
+    #[inline]
     fn drop(&mut self) {
-        // The borrow ends first, so the next holder's borrow succeeds.
-        self.data = None;
-        self.mutex.sem.release();
+        self.mutex.unlock();
     }
 }
 

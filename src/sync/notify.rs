@@ -1,68 +1,70 @@
-//! [`Notify`] (wake one or all waiters) and [`Event`] (a flag tasks wait
-//! to see set).
+//! [`Notify`]: "something happened", across threads.
 
-use std::cell::RefCell;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::waitq::{self, park_local, Signals, Woken};
-use crate::protocol::Resume;
+use super::waiters::{self, lock, Queued, Waiters, Wake};
+use crate::shared::Mutex as StdMutex;
 
-/// Wakes tasks that wait for "something happened", with no data attached.
+/// Wakes waiters on any worker or plain thread that wait for "something
+/// happened", with no data attached.
 ///
-/// [`notify_one`](Self::notify_one) wakes the longest-waiting task, or, if
-/// none waits, stores one permit so that the next [`wait`](Self::wait)
-/// returns at once (several notifications with no waiter still store one
-/// permit). [`notify_all`](Self::notify_all) wakes every task waiting now
-/// and stores nothing. The stored permit closes the race between checking
-/// a condition and starting to wait.
+/// [`notify_one`](Self::notify_one) wakes the longest waiter or, if none
+/// waits, stores one permit so that the next [`wait`](Self::wait) returns
+/// at once (several notifications with nobody waiting store one permit).
+/// [`notify_all`](Self::notify_all) wakes everyone waiting now and stores
+/// nothing. The stored permit closes the race between checking a
+/// condition and starting to wait. The same rules as
+/// [`local::Notify`](crate::sync::local::Notify), for one thread.
 ///
-/// Single-thread: share it through an `Rc`.
+/// # Cancellation and timeouts
 ///
-/// # Cancellation
-///
-/// A waiter cancelled while waiting leaves the queue. If `notify_one` had
-/// just picked it, the notification goes on to the next waiter (or is
-/// stored), so it is not lost.
+/// A waiter that gives up leaves the queue. If `notify_one` had just
+/// picked it, a timed-out waiter counts as notified and an unwound one
+/// passes the notification on (to the next waiter, or as the permit).
 ///
 /// # Examples
 ///
 /// ```
-/// use std::rc::Rc;
-/// use yieldloop::sync::local::Notify;
+/// use std::sync::Arc;
+/// use yieldloop::sync::Notify;
 ///
-/// yieldloop::run(|| {
-///     let ready = Rc::new(Notify::new());
-///     let r = ready.clone();
-///     let waiter = yieldloop::spawn(move || {
-///         r.wait();
+/// let ready = Arc::new(Notify::new());
+/// let r = ready.clone();
+/// let waiter = std::thread::spawn(move || {
+///     yieldloop::run(move || {
+///         r.wait(); // pauses this task until notified
 ///         "woken"
-///     });
-///     yieldloop::yield_now(); // the waiter parks
-///     ready.notify_one();
-///     assert_eq!(waiter.join().unwrap(), "woken");
-///
-///     // With nobody waiting, the notification is kept for the next wait.
-///     ready.notify_one();
-///     ready.wait();
+///     })
 /// });
+/// ready.notify_one(); // before or after the wait began: either way
+/// assert_eq!(waiter.join().unwrap(), "woken");
 /// ```
 #[derive(Default)]
 pub struct Notify {
-    state: RefCell<NotifyState>,
+    state: StdMutex<State>,
 }
 
 #[derive(Default)]
-struct NotifyState {
+struct State {
     permit: bool,
-    waiters: Signals,
+    waiters: Waiters,
 }
 
-impl NotifyState {
-    fn notify_one(&mut self) {
-        if !waitq::wake_one(&mut self.waiters) {
+impl Queued for State {
+    type Kind = ();
+    fn waiters(&mut self) -> &mut Waiters {
+        &mut self.waiters
+    }
+}
+
+impl State {
+    fn notify_one(&mut self) -> Option<Wake> {
+        let w = self.waiters.wake_one();
+        if w.is_none() {
             self.permit = true;
         }
+        w
     }
 }
 
@@ -72,22 +74,27 @@ impl Notify {
         Notify::default()
     }
 
-    /// Wakes the longest-waiting task, or stores a permit if none waits.
+    /// Wakes the longest waiter, or stores a permit if none waits.
     pub fn notify_one(&self) {
-        self.state.borrow_mut().notify_one();
+        let wake = lock(&self.state).notify_one();
+        if let Some(w) = wake {
+            w.wake();
+        }
     }
 
-    /// Wakes every task waiting now; stores nothing.
+    /// Wakes every waiter waiting now; stores nothing.
     pub fn notify_all(&self) {
-        waitq::wake_all(&mut self.state.borrow_mut().waiters);
+        let wakes = lock(&self.state).waiters.wake_all();
+        waiters::wake_all(wakes);
     }
 
-    /// Waits for a notification (or takes the stored permit).
+    /// Waits for a notification (or takes the stored permit): pauses the
+    /// task, or blocks the plain thread.
     ///
     /// # Panics
     ///
-    /// Panics if it must pause outside a task, or in a task that is
-    /// unwinding.
+    /// Panics if it must pause in a task that is unwinding.
+    #[doc(alias = "notified")]
     pub fn wait(&self) {
         self.wait_deadline(None);
     }
@@ -103,170 +110,27 @@ impl Notify {
         self.wait_deadline(Some(deadline))
     }
 
-    /// Tasks waiting now.
+    /// Waiters waiting now.
     pub fn waiting(&self) -> usize {
-        self.state.borrow().waiters.len()
+        lock(&self.state).waiters.len()
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
         crate::coop::proceed();
-        loop {
-            if std::mem::take(&mut self.state.borrow_mut().permit) {
-                return true;
-            }
-            // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::timer::now() >= d) {
-                return false;
-            }
-            let (r, woken) = park_local(
-                &self.state,
-                |s| &mut s.waiters,
-                deadline,
-                // Picked by notify_one, then unwound: pass it on.
-                |s, woken| {
-                    if woken == Woken::One {
-                        s.notify_one();
-                    }
-                },
-            );
-            match (r, woken) {
-                (_, Woken::One | Woken::All) => return true,
-                (Resume::Cancelled, _) => {
-                    panic!("yieldloop: cannot wait for a Notify in a task that is unwinding")
-                }
-                _ => {}
-            }
+        let mut st = lock(&self.state);
+        if std::mem::take(&mut st.permit) {
+            return true;
         }
+        // Picked by notify_one, then unwound: pass it on.
+        waiters::wait_handed(&self.state, st, deadline, State::notify_one, "a Notify").1
     }
 }
 
 impl fmt::Debug for Notify {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.borrow();
+        let st = lock(&self.state);
         f.debug_struct("Notify")
             .field("permit", &st.permit)
-            .field("waiting", &st.waiters.len())
-            .finish()
-    }
-}
-
-/// A flag that tasks wait to see set, like Python's `asyncio.Event`.
-///
-/// [`set`](Self::set) raises the flag and wakes every waiter; while it is
-/// set, [`wait`](Self::wait) returns at once. [`clear`](Self::clear)
-/// lowers it again. A waiter woken by `set` returns even if the flag was
-/// cleared again before it ran.
-///
-/// Single-thread: share it through an `Rc`. A waiter cancelled while
-/// waiting just leaves the queue (every waiter is woken by `set`, so there
-/// is nothing to pass on).
-///
-/// # Examples
-///
-/// ```
-/// use std::rc::Rc;
-/// use yieldloop::sync::local::Event;
-///
-/// yieldloop::run(|| {
-///     let start = Rc::new(Event::new());
-///     let runners: Vec<_> = (0..3)
-///         .map(|i| {
-///             let start = start.clone();
-///             yieldloop::spawn(move || {
-///                 start.wait();
-///                 i
-///             })
-///         })
-///         .collect();
-///     yieldloop::yield_now();
-///     assert!(runners.iter().all(|r| !r.is_finished()));
-///     start.set();
-///     let sum: i32 = runners.into_iter().map(|r| r.join().unwrap()).sum();
-///     assert_eq!(sum, 3);
-/// });
-/// ```
-#[derive(Default)]
-pub struct Event {
-    state: RefCell<EventState>,
-}
-
-#[derive(Default)]
-struct EventState {
-    set: bool,
-    waiters: Signals,
-}
-
-impl Event {
-    /// An event that is not set.
-    pub fn new() -> Event {
-        Event::default()
-    }
-
-    /// Sets the flag and wakes every waiting task.
-    pub fn set(&self) {
-        let mut st = self.state.borrow_mut();
-        st.set = true;
-        waitq::wake_all(&mut st.waiters);
-    }
-
-    /// Clears the flag.
-    pub fn clear(&self) {
-        self.state.borrow_mut().set = false;
-    }
-
-    /// True while the flag is set.
-    pub fn is_set(&self) -> bool {
-        self.state.borrow().set
-    }
-
-    /// Waits until the flag is set; returns at once if it is.
-    ///
-    /// # Panics
-    ///
-    /// Panics if it must pause outside a task, or in a task that is
-    /// unwinding.
-    pub fn wait(&self) {
-        self.wait_deadline(None);
-    }
-
-    /// Like [`wait`](Self::wait), giving up after `timeout`. Returns
-    /// whether the flag was set.
-    ///
-    /// # Panics
-    ///
-    /// As for `wait`.
-    pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        let deadline = crate::time::deadline_after(timeout);
-        self.wait_deadline(Some(deadline))
-    }
-
-    fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::coop::proceed();
-        loop {
-            if self.is_set() {
-                return true;
-            }
-            // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::timer::now() >= d) {
-                return false;
-            }
-            let (r, woken) = park_local(&self.state, |s| &mut s.waiters, deadline, |_, _| {});
-            match (r, woken) {
-                (_, Woken::One | Woken::All) => return true,
-                (Resume::Cancelled, _) => {
-                    panic!("yieldloop: cannot wait for an Event in a task that is unwinding")
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
-impl fmt::Debug for Event {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.borrow();
-        f.debug_struct("Event")
-            .field("set", &st.set)
             .field("waiting", &st.waiters.len())
             .finish()
     }

@@ -1,85 +1,87 @@
-//! [`Semaphore`]: a count of permits that tasks wait for, first come,
-//! first served. [`Mutex`](super::local::Mutex) is a semaphore of one permit.
+//! [`Semaphore`]: permits shared between threads, handed out first come,
+//! first served.
 
-use std::cell::RefCell;
 use std::fmt;
+use std::time::{Duration, Instant};
 
-use super::waitq::{self, park_local, Signals, Woken};
-use crate::protocol::Resume;
+use super::waiters::{self, lock, Queued, Waiters, Wake};
+use crate::shared::Mutex as StdMutex;
 
-/// A counting semaphore for the tasks of one thread.
+/// A counting semaphore for tasks on any worker and plain threads.
 ///
-/// [`acquire`](Self::acquire) takes a permit, pausing the task while there
-/// is none; the [`SemaphorePermit`] it returns gives the permit back when
-/// dropped. A permit given back while tasks wait is *handed* to the one
-/// that has waited longest (it is never put up for grabs), so waiters are
-/// served in order and none starves.
+/// [`acquire`](Self::acquire) takes a permit, pausing the task (or blocking
+/// the plain thread) while there is none; the [`SemaphorePermit`] gives it
+/// back when dropped. A permit given back while others wait is *handed* to
+/// the one that has waited longest, so none starves.
 ///
-/// Single-thread: share it between the tasks of one scheduler through an
-/// `Rc`.
+/// Among the tasks of one thread,
+/// [`local::Semaphore`](crate::sync::local::Semaphore) does the same with
+/// no lock.
 ///
-/// # Cancellation
+/// # Cancellation and timeouts
 ///
-/// A task cancelled while it waits leaves the queue. If a permit had just
-/// been handed to it, the permit goes on to the next waiter (or back to
-/// the count), so permits are never lost to a task that is gone.
+/// A waiter that gives up leaves the queue. If a permit had just been
+/// handed to it, a timed-out waiter keeps it and an unwound one hands it on
+/// (to the next waiter, or back to the count).
 ///
 /// # Examples
 ///
-/// ```
-/// use std::{cell::Cell, rc::Rc, time::Duration};
-/// use yieldloop::sync::local::Semaphore;
+/// At most two of six jobs at once, over two workers:
 ///
-/// yieldloop::run(|| {
-///     let sem = Rc::new(Semaphore::new(2));
-///     let busy = Rc::new(Cell::new(0));
-///     let peak = Rc::new(Cell::new(0));
-///     let tasks: Vec<_> = (0..6)
-///         .map(|_| {
-///             let (sem, busy, peak) = (sem.clone(), busy.clone(), peak.clone());
-///             yieldloop::spawn(move || {
-///                 let _permit = sem.acquire();
-///                 busy.set(busy.get() + 1);
-///                 peak.set(peak.get().max(busy.get()));
-///                 yieldloop::sleep(Duration::from_millis(2));
-///                 busy.set(busy.get() - 1);
-///             })
+/// ```
+/// use std::sync::{atomic::{AtomicUsize, Ordering}, Arc};
+/// use std::time::Duration;
+/// use yieldloop::{sync::Semaphore, Runtime};
+///
+/// let sem = Arc::new(Semaphore::new(2));
+/// let busy = Arc::new(AtomicUsize::new(0));
+/// let peak = Arc::new(AtomicUsize::new(0));
+/// let rt = Runtime::builder().workers(2).build().unwrap();
+/// let jobs: Vec<_> = (0..6)
+///     .map(|i| {
+///         let (sem, busy, peak) = (sem.clone(), busy.clone(), peak.clone());
+///         rt.spawn_on(i % 2, move || {
+///             let _permit = sem.acquire();
+///             let now = busy.fetch_add(1, Ordering::SeqCst) + 1;
+///             peak.fetch_max(now, Ordering::SeqCst);
+///             yieldloop::sleep(Duration::from_millis(2));
+///             busy.fetch_sub(1, Ordering::SeqCst);
 ///         })
-///         .collect();
-///     for t in tasks {
-///         t.join().unwrap();
-///     }
-///     assert_eq!(peak.get(), 2);
-///     assert_eq!(sem.available_permits(), 2);
-/// });
+///     })
+///     .collect();
+/// for j in jobs {
+///     j.join().unwrap();
+/// }
+/// assert!(peak.load(Ordering::SeqCst) <= 2);
+/// assert_eq!(sem.available_permits(), 2);
 /// ```
 pub struct Semaphore {
-    state: RefCell<State>,
+    state: StdMutex<State>,
 }
 
 struct State {
     /// # Invariant
-    /// Nonzero only while no live task waits: a released permit goes to a
-    /// waiter before it goes back to the count.
+    /// Nonzero only while no waiter is queued: a permit given back goes to
+    /// a waiter before it goes back to the count.
     permits: usize,
-    waiters: Signals,
+    waiters: Waiters,
+}
+
+impl Queued for State {
+    type Kind = ();
+    fn waiters(&mut self) -> &mut Waiters {
+        &mut self.waiters
+    }
 }
 
 impl State {
     /// Gives one permit back: to the longest waiter, else to the count.
-    fn release(&mut self) {
-        if !waitq::wake_one(&mut self.waiters) {
+    fn release(&mut self) -> Option<Wake> {
+        let w = self.waiters.wake_one();
+        if w.is_none() {
             self.permits += 1;
         }
-    }
-
-    fn try_take(&mut self) -> bool {
-        if self.permits > 0 {
-            self.permits -= 1;
-            true
-        } else {
-            false
-        }
+        w
     }
 }
 
@@ -87,22 +89,33 @@ impl Semaphore {
     /// A semaphore with `permits` permits.
     pub fn new(permits: usize) -> Semaphore {
         Semaphore {
-            state: RefCell::new(State {
+            state: StdMutex::new(State {
                 permits,
-                waiters: Signals::default(),
+                waiters: Waiters::default(),
             }),
         }
     }
 
-    /// Takes a permit, pausing the task until one is free.
+    /// Takes a permit, pausing the task (or blocking the thread) until one
+    /// is free.
     ///
     /// # Panics
     ///
-    /// Panics if it must pause outside a task, or in a task that is
-    /// unwinding (a destructor cannot wait).
+    /// Panics if it must pause in a task that is unwinding.
     pub fn acquire(&self) -> SemaphorePermit<'_> {
-        self.acquire_raw();
+        self.acquire_deadline(None);
         SemaphorePermit { sem: self }
+    }
+
+    /// Like [`acquire`](Self::acquire), giving up after `timeout`.
+    ///
+    /// # Panics
+    ///
+    /// As for `acquire`.
+    pub fn acquire_timeout(&self, timeout: Duration) -> Option<SemaphorePermit<'_>> {
+        let deadline = crate::time::deadline_after(timeout);
+        self.acquire_deadline(Some(deadline))
+            .then(|| SemaphorePermit { sem: self })
     }
 
     /// Takes a permit if one is free now.
@@ -110,7 +123,7 @@ impl Semaphore {
     /// # Examples
     ///
     /// ```
-    /// let sem = yieldloop::sync::local::Semaphore::new(1);
+    /// let sem = yieldloop::sync::Semaphore::new(1);
     /// let first = sem.try_acquire();
     /// assert!(first.is_some());
     /// assert!(sem.try_acquire().is_none());
@@ -118,70 +131,50 @@ impl Semaphore {
     /// assert!(sem.try_acquire().is_some());
     /// ```
     pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
+        let mut st = lock(&self.state);
         // `then`, not `then_some`: a permit built eagerly and dropped on
-        // failure would release a permit never taken.
-        self.try_acquire_raw()
-            .then(|| SemaphorePermit { sem: self })
+        // failure would give back a permit never taken.
+        (st.permits > 0).then(|| {
+            st.permits -= 1;
+            SemaphorePermit { sem: self }
+        })
     }
 
-    /// Adds one permit: hands it to the longest-waiting task, or adds it to
-    /// the count. Pairs with [`SemaphorePermit::forget`], or grows the
+    /// Adds one permit: hands it to the longest waiter, or adds it to the
+    /// count. Pairs with [`SemaphorePermit::forget`], or grows the
     /// semaphore.
     pub fn release(&self) {
-        self.state.borrow_mut().release();
+        let wake = lock(&self.state).release();
+        if let Some(w) = wake {
+            w.wake();
+        }
     }
 
     /// Permits free now.
     pub fn available_permits(&self) -> usize {
-        self.state.borrow().permits
+        lock(&self.state).permits
     }
 
-    /// Tasks queued for a permit now.
+    /// Waiters queued for a permit now.
     pub fn waiting(&self) -> usize {
-        self.state.borrow().waiters.len()
+        lock(&self.state).waiters.len()
     }
 
-    pub(crate) fn try_acquire_raw(&self) -> bool {
-        self.state.borrow_mut().try_take()
-    }
-
-    /// Takes a permit without a guard, for [`Mutex`](super::local::Mutex).
-    pub(crate) fn acquire_raw(&self) {
+    fn acquire_deadline(&self, deadline: Option<Instant>) -> bool {
         crate::coop::proceed();
-        if self.try_acquire_raw() {
-            return;
+        let mut st = lock(&self.state);
+        if st.permits > 0 {
+            st.permits -= 1;
+            return true;
         }
-        loop {
-            let (r, woken) = park_local(
-                &self.state,
-                |s| &mut s.waiters,
-                None,
-                // Handed a permit, then unwound before using it: pass it on.
-                |s, woken| {
-                    if woken == Woken::One {
-                        s.release();
-                    }
-                },
-            );
-            if woken == Woken::One {
-                // The releaser handed its permit over: it is ours.
-                return;
-            }
-            if let Resume::Cancelled = r {
-                panic!(
-                    "yieldloop: cannot wait for a semaphore or mutex in a task that is unwinding"
-                );
-            }
-            if self.try_acquire_raw() {
-                return;
-            }
-        }
+        // Handed a permit, then unwound: pass it on.
+        waiters::wait_handed(&self.state, st, deadline, State::release, "a Semaphore").1
     }
 }
 
 impl fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.borrow();
+        let st = lock(&self.state);
         f.debug_struct("Semaphore")
             .field("permits", &st.permits)
             .field("waiting", &st.waiters.len())

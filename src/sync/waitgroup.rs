@@ -1,54 +1,56 @@
-//! [`WaitGroup`] (wait for a count of jobs to finish, Go-style) and
-//! [`Barrier`] (wait for a number of tasks to arrive).
+//! [`WaitGroup`] and [`Barrier`] across threads.
 
-use std::cell::RefCell;
 use std::fmt;
 
-use super::waitq::{self, park_local, Signals, Woken};
-use crate::protocol::Resume;
+use super::waiters::{self, lock, Queued, Waiters};
+use crate::shared::Mutex as StdMutex;
+use crate::sync::local::BarrierWaitResult;
+use crate::sync::waitq::Woken;
 
-/// Waits for a collection of jobs to finish, like Go's `sync.WaitGroup`.
+/// Waits for a collection of jobs on any workers or threads to finish,
+/// like Go's `sync.WaitGroup`.
 ///
 /// [`add`](Self::add) counts jobs in, [`done`](Self::done) counts one out,
-/// and [`wait`](Self::wait) pauses until the count is zero. A waiter woken
-/// by the count reaching zero returns even if the count has gone up again
-/// before it ran, as in Go.
-///
-/// Single-thread: share it through an `Rc`. A waiter cancelled while
-/// waiting just leaves the queue; the count belongs to the jobs, not the
-/// waiters.
+/// and [`wait`](Self::wait) pauses the task (or blocks the plain thread)
+/// until the count is zero. A waiter woken by the count reaching zero
+/// returns even if the count went up again before it ran, as in Go. A
+/// waiter that gives up just leaves: the count belongs to the jobs.
 ///
 /// # Examples
 ///
 /// ```
-/// use std::{cell::Cell, rc::Rc, time::Duration};
-/// use yieldloop::sync::local::WaitGroup;
+/// use std::sync::Arc;
+/// use yieldloop::{sync::WaitGroup, Runtime};
 ///
-/// yieldloop::run(|| {
-///     let wg = Rc::new(WaitGroup::new());
-///     let finished = Rc::new(Cell::new(0));
-///     for i in 0..5u64 {
-///         wg.add(1);
-///         let (wg, finished) = (wg.clone(), finished.clone());
-///         yieldloop::spawn(move || {
-///             yieldloop::sleep(Duration::from_millis(i));
-///             finished.set(finished.get() + 1);
-///             wg.done();
-///         });
-///     }
-///     wg.wait();
-///     assert_eq!(finished.get(), 5);
-/// });
+/// let wg = Arc::new(WaitGroup::new());
+/// let rt = Runtime::builder().workers(2).build().unwrap();
+/// for i in 0..4 {
+///     wg.add(1);
+///     let wg = wg.clone();
+///     rt.spawn_on(i % 2, move || {
+///         yieldloop::yield_now();
+///         wg.done();
+///     });
+/// }
+/// wg.wait(); // a plain thread: blocks
+/// assert_eq!(wg.count(), 0);
 /// ```
 #[derive(Default)]
 pub struct WaitGroup {
-    state: RefCell<WgState>,
+    state: StdMutex<WgState>,
 }
 
 #[derive(Default)]
 struct WgState {
     count: usize,
-    waiters: Signals,
+    waiters: Waiters,
+}
+
+impl Queued for WgState {
+    type Kind = ();
+    fn waiters(&mut self) -> &mut Waiters {
+        &mut self.waiters
+    }
 }
 
 impl WaitGroup {
@@ -59,7 +61,7 @@ impl WaitGroup {
 
     /// Adds `n` to the count.
     pub fn add(&self, n: usize) {
-        self.state.borrow_mut().count += n;
+        lock(&self.state).count += n;
     }
 
     /// Takes one from the count; at zero, every waiter wakes.
@@ -69,49 +71,51 @@ impl WaitGroup {
     /// Panics if the count is zero already (more `done`s than `add`s), as
     /// Go's does.
     pub fn done(&self) {
-        let mut st = self.state.borrow_mut();
+        let mut st = lock(&self.state);
         assert!(
             st.count > 0,
             "yieldloop: WaitGroup::done called more times than add counted"
         );
         st.count -= 1;
         if st.count == 0 {
-            waitq::wake_all(&mut st.waiters);
+            let wakes = st.waiters.wake_all();
+            drop(st);
+            waiters::wake_all(wakes);
         }
     }
 
     /// The count now.
     pub fn count(&self) -> usize {
-        self.state.borrow().count
+        lock(&self.state).count
     }
 
-    /// Pauses the task until the count is zero; returns at once if it is.
+    /// Waits until the count is zero; returns at once if it is.
     ///
     /// # Panics
     ///
-    /// Panics if it must pause outside a task, or in a task that is
-    /// unwinding.
+    /// Panics if it must pause in a task that is unwinding.
     pub fn wait(&self) {
         crate::coop::proceed();
-        loop {
-            if self.count() == 0 {
-                return;
-            }
-            let (r, woken) = park_local(&self.state, |s| &mut s.waiters, None, |_, _| {});
-            match (r, woken) {
-                (_, Woken::One | Woken::All) => return,
-                (Resume::Cancelled, _) => {
-                    panic!("yieldloop: cannot wait for a WaitGroup in a task that is unwinding")
-                }
-                _ => {}
-            }
+        let st = lock(&self.state);
+        if st.count == 0 {
+            return;
         }
+        // Only `done` wakes a waiter with no deadline.
+        let _ = waiters::wait(
+            &self.state,
+            st,
+            (),
+            None,
+            waiters::nothing,
+            |_, _| Vec::new(),
+            "a WaitGroup",
+        );
     }
 }
 
 impl fmt::Debug for WaitGroup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.borrow();
+        let st = lock(&self.state);
         f.debug_struct("WaitGroup")
             .field("count", &st.count)
             .field("waiting", &st.waiters.len())
@@ -119,133 +123,110 @@ impl fmt::Debug for WaitGroup {
     }
 }
 
-/// Lets `n` tasks wait for each other: each [`wait`](Self::wait) pauses
-/// until `n` tasks have called it, then all go on together, and the barrier
-/// is ready for the next round. Like `std::sync::Barrier`, for tasks.
-///
-/// Single-thread: share it through an `Rc`.
+/// Lets `n` tasks or threads, on any workers, wait for each other: each
+/// [`wait`](Self::wait) pauses (or blocks) until `n` have called it, then
+/// all go on together, and the barrier is ready for the next round.
 ///
 /// # Cancellation
 ///
-/// A task cancelled while waiting withdraws its arrival: the round then
-/// waits for another task to take its place. (Once the round is complete
-/// the task counted, even if it is cancelled before it runs again.)
+/// A task unwound while waiting withdraws its arrival: the round then
+/// waits for another to take its place. (Once the round is complete it
+/// counted.)
 ///
 /// # Examples
 ///
 /// ```
-/// use std::{cell::RefCell, rc::Rc};
-/// use yieldloop::sync::local::Barrier;
+/// use std::sync::Arc;
+/// use yieldloop::{sync::Barrier, Runtime};
 ///
-/// yieldloop::run(|| {
-///     let barrier = Rc::new(Barrier::new(3));
-///     let log = Rc::new(RefCell::new(Vec::new()));
-///     let tasks: Vec<_> = (0..3)
-///         .map(|i| {
-///             let (barrier, log) = (barrier.clone(), log.clone());
-///             yieldloop::spawn(move || {
-///                 log.borrow_mut().push(format!("before {i}"));
-///                 let leader = barrier.wait().is_leader();
-///                 log.borrow_mut().push(format!("after {i}"));
-///                 leader
-///             })
-///         })
-///         .collect();
-///     let leaders = tasks.into_iter().map(|t| t.join().unwrap());
-///     assert_eq!(leaders.filter(|&l| l).count(), 1);
-///     // Nobody got past the barrier before everybody reached it.
-///     let log = log.borrow();
-///     assert!(log[..3].iter().all(|e| e.starts_with("before")));
-/// });
+/// let barrier = Arc::new(Barrier::new(3));
+/// let rt = Runtime::builder().workers(2).build().unwrap();
+/// let tasks: Vec<_> = (0..2)
+///     .map(|w| {
+///         let b = barrier.clone();
+///         rt.spawn_on(w, move || b.wait().is_leader())
+///     })
+///     .collect();
+/// let mut leaders = usize::from(barrier.wait().is_leader()); // a plain thread
+/// for t in tasks {
+///     leaders += usize::from(t.join().unwrap());
+/// }
+/// assert_eq!(leaders, 1);
 /// ```
 pub struct Barrier {
     n: usize,
-    state: RefCell<BarrierState>,
+    state: StdMutex<BarrierState>,
 }
 
 struct BarrierState {
-    /// Tasks waiting in the current round.
+    /// Waiters of the current round.
     arrived: usize,
     /// Rounds completed; a waiter knows its round is over when it changes.
     generation: u64,
-    waiters: Signals,
+    waiters: Waiters,
 }
 
-/// What [`Barrier::wait`] returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BarrierWaitResult {
-    leader: bool,
-}
-
-impl BarrierWaitResult {
-    pub(crate) fn new(leader: bool) -> BarrierWaitResult {
-        BarrierWaitResult { leader }
-    }
-
-    /// True for exactly one task of each round: the last to arrive.
-    pub fn is_leader(&self) -> bool {
-        self.leader
+impl Queued for BarrierState {
+    type Kind = ();
+    fn waiters(&mut self) -> &mut Waiters {
+        &mut self.waiters
     }
 }
 
 impl Barrier {
-    /// A barrier for `n` tasks. `n` of 0 or 1 never pauses.
+    /// A barrier for `n` waiters. `n` of 0 or 1 never waits.
     pub fn new(n: usize) -> Barrier {
         Barrier {
             n,
-            state: RefCell::new(BarrierState {
+            state: StdMutex::new(BarrierState {
                 arrived: 0,
                 generation: 0,
-                waiters: Signals::default(),
+                waiters: Waiters::default(),
             }),
         }
     }
 
-    /// Arrives and pauses until `n` tasks have arrived in this round.
+    /// Arrives and waits until `n` have arrived in this round.
     ///
     /// # Panics
     ///
-    /// Panics if it must pause outside a task, or in a task that is
-    /// unwinding.
+    /// Panics if it must pause in a task that is unwinding.
     pub fn wait(&self) -> BarrierWaitResult {
         crate::coop::proceed();
-        let generation = {
-            let mut st = self.state.borrow_mut();
-            st.arrived += 1;
-            if st.arrived >= self.n {
-                st.arrived = 0;
-                st.generation += 1;
-                waitq::wake_all(&mut st.waiters);
-                return BarrierWaitResult { leader: true };
-            }
-            st.generation
-        };
-        loop {
-            let (r, _) = park_local(
-                &self.state,
-                |s| &mut s.waiters,
-                None,
-                // Unwound while the round is still open: un-arrive.
-                move |s, _| {
-                    if s.generation == generation {
-                        s.arrived -= 1;
-                    }
-                },
-            );
-            if self.state.borrow().generation != generation {
-                return BarrierWaitResult { leader: false };
-            }
-            if let Resume::Cancelled = r {
-                self.state.borrow_mut().arrived -= 1;
-                panic!("yieldloop: cannot wait at a Barrier in a task that is unwinding");
-            }
+        let mut st = lock(&self.state);
+        st.arrived += 1;
+        if st.arrived >= self.n {
+            st.arrived = 0;
+            st.generation += 1;
+            let wakes = st.waiters.wake_all();
+            drop(st);
+            waiters::wake_all(wakes);
+            return BarrierWaitResult::new(true);
         }
+        let generation = st.generation;
+        let (_st, woken) = waiters::wait(
+            &self.state,
+            st,
+            (),
+            None,
+            waiters::nothing,
+            // Unwound while the round is still open: un-arrive.
+            move |st, _| {
+                if st.generation == generation {
+                    st.arrived -= 1;
+                }
+                Vec::new()
+            },
+            "a Barrier",
+        );
+        debug_assert_eq!(woken, Woken::All);
+        BarrierWaitResult::new(false)
     }
 }
 
 impl fmt::Debug for Barrier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.borrow();
+        let st = lock(&self.state);
         f.debug_struct("Barrier")
             .field("n", &self.n)
             .field("arrived", &st.arrived)

@@ -37,10 +37,15 @@ use super::waitq::WaitQueue;
 use crate::park::RemoteUnparker;
 use crate::protocol::ParkToken;
 
-pub use super::mutex::{Mutex, MutexGuard};
-pub use super::notify::{Event, Notify};
-pub use super::semaphore::{Semaphore, SemaphorePermit};
-pub use super::waitgroup::{Barrier, BarrierWaitResult, WaitGroup};
+mod mutex;
+mod notify;
+mod semaphore;
+mod waitgroup;
+
+pub use mutex::{Mutex, MutexGuard};
+pub use notify::{Event, Notify};
+pub use semaphore::{Semaphore, SemaphorePermit};
+pub use waitgroup::{Barrier, BarrierWaitResult, WaitGroup};
 
 /// The single-thread flavor of the channel core.
 #[derive(Debug)]

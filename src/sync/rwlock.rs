@@ -4,7 +4,7 @@ use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use super::wait::{self, lock, Queued, Waiters, Wake};
+use super::waiters::{self, lock, Queued, Waiters, Wake};
 use crate::shared::Mutex as StdMutex;
 use crate::sync::waitq::Woken;
 
@@ -192,12 +192,12 @@ impl<T: ?Sized> RwLock<T> {
         if st.try_take(want) {
             return;
         }
-        let (_st, woken) = wait::wait(
+        let (_st, woken) = waiters::wait(
             &self.state,
             st,
             want,
             None,
-            wait::nothing,
+            waiters::nothing,
             // Granted, then unwound: give it back. Not granted: a writer
             // leaving may let the readers queued behind it in.
             move |st, woken| match woken {
@@ -212,7 +212,7 @@ impl<T: ?Sized> RwLock<T> {
 
     fn unlock(&self, want: Want) {
         let wakes = lock(&self.state).unlock(want);
-        wait::wake_all(wakes);
+        waiters::wake_all(wakes);
     }
 }
 

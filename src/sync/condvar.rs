@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use super::mutex::{Mutex, MutexGuard};
-use super::wait::{self, lock, Waiters};
+use super::waiters::{self, lock, Waiters};
 use crate::shared::Mutex as StdMutex;
 use crate::sync::waitq::Woken;
 
@@ -124,7 +124,7 @@ impl Condvar {
         // notification sent after the unlock finds it there.
         std::mem::forget(guard);
         let st = lock(&self.waiters);
-        let (st, woken) = wait::wait(
+        let (st, woken) = waiters::wait(
             &self.waiters,
             st,
             (),
@@ -153,7 +153,7 @@ impl Condvar {
     /// Wakes every waiter waiting now.
     pub fn notify_all(&self) {
         let wakes = lock(&self.waiters).wake_all();
-        wait::wake_all(wakes);
+        waiters::wake_all(wakes);
     }
 }
 

@@ -4,7 +4,7 @@
 use std::cell::UnsafeCell;
 use std::fmt;
 
-use super::wait::{self, lock, Queued, Waiters};
+use super::waiters::{self, lock, Queued, Waiters};
 use crate::shared::atomic::{AtomicBool, Ordering};
 use crate::shared::Mutex as StdMutex;
 use crate::sync::waitq::OnDrop;
@@ -145,7 +145,7 @@ impl<T> OnceCell<T> {
         self.set.store(true, Ordering::Release);
         let wakes = st.waiters.wake_all();
         drop(st);
-        wait::wake_all(wakes);
+        waiters::wake_all(wakes);
         Ok(())
     }
 
@@ -166,7 +166,7 @@ impl<T> OnceCell<T> {
             }
             // Picked to try after a failed initialiser, then unwound: the
             // next waiter tries instead.
-            (st, _) = wait::wait_handed(
+            (st, _) = waiters::wait_handed(
                 &self.state,
                 st,
                 None,
@@ -183,7 +183,7 @@ impl<T> OnceCell<T> {
             st.running = false;
             let wake = st.waiters.wake_one();
             drop(st);
-            wait::wake_all(wake);
+            waiters::wake_all(wake);
         });
         let value = f();
         // SAFETY: `running` was set by this caller under the lock and the
@@ -195,7 +195,7 @@ impl<T> OnceCell<T> {
         st.running = false;
         let wakes = st.waiters.wake_all();
         drop(st);
-        wait::wake_all(wakes);
+        waiters::wake_all(wakes);
         self.get().expect("the value was just set")
     }
 }

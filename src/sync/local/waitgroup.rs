@@ -1,0 +1,255 @@
+//! [`WaitGroup`] (wait for a count of jobs to finish, Go-style) and
+//! [`Barrier`] (wait for a number of tasks to arrive).
+
+use std::cell::RefCell;
+use std::fmt;
+
+use crate::protocol::Resume;
+use crate::sync::waitq::{self, park_local, Signals, Woken};
+
+/// Waits for a collection of jobs to finish, like Go's `sync.WaitGroup`.
+///
+/// [`add`](Self::add) counts jobs in, [`done`](Self::done) counts one out,
+/// and [`wait`](Self::wait) pauses until the count is zero. A waiter woken
+/// by the count reaching zero returns even if the count has gone up again
+/// before it ran, as in Go.
+///
+/// Single-thread: share it through an `Rc`. A waiter cancelled while
+/// waiting just leaves the queue; the count belongs to the jobs, not the
+/// waiters.
+///
+/// # Examples
+///
+/// ```
+/// use std::{cell::Cell, rc::Rc, time::Duration};
+/// use yieldloop::sync::local::WaitGroup;
+///
+/// yieldloop::run(|| {
+///     let wg = Rc::new(WaitGroup::new());
+///     let finished = Rc::new(Cell::new(0));
+///     for i in 0..5u64 {
+///         wg.add(1);
+///         let (wg, finished) = (wg.clone(), finished.clone());
+///         yieldloop::spawn(move || {
+///             yieldloop::sleep(Duration::from_millis(i));
+///             finished.set(finished.get() + 1);
+///             wg.done();
+///         });
+///     }
+///     wg.wait();
+///     assert_eq!(finished.get(), 5);
+/// });
+/// ```
+#[derive(Default)]
+pub struct WaitGroup {
+    state: RefCell<WgState>,
+}
+
+#[derive(Default)]
+struct WgState {
+    count: usize,
+    waiters: Signals,
+}
+
+impl WaitGroup {
+    /// A wait group with a count of zero.
+    pub fn new() -> WaitGroup {
+        WaitGroup::default()
+    }
+
+    /// Adds `n` to the count.
+    pub fn add(&self, n: usize) {
+        self.state.borrow_mut().count += n;
+    }
+
+    /// Takes one from the count; at zero, every waiter wakes.
+    ///
+    /// # Panics
+    ///
+    /// Panics if the count is zero already (more `done`s than `add`s), as
+    /// Go's does.
+    pub fn done(&self) {
+        let mut st = self.state.borrow_mut();
+        assert!(
+            st.count > 0,
+            "yieldloop: WaitGroup::done called more times than add counted"
+        );
+        st.count -= 1;
+        if st.count == 0 {
+            waitq::wake_all(&mut st.waiters);
+        }
+    }
+
+    /// The count now.
+    pub fn count(&self) -> usize {
+        self.state.borrow().count
+    }
+
+    /// Pauses the task until the count is zero; returns at once if it is.
+    ///
+    /// # Panics
+    ///
+    /// Panics if it must pause outside a task, or in a task that is
+    /// unwinding.
+    pub fn wait(&self) {
+        crate::coop::proceed();
+        loop {
+            if self.count() == 0 {
+                return;
+            }
+            let (r, woken) = park_local(&self.state, |s| &mut s.waiters, None, |_, _| {});
+            match (r, woken) {
+                (_, Woken::One | Woken::All) => return,
+                (Resume::Cancelled, _) => {
+                    panic!("yieldloop: cannot wait for a WaitGroup in a task that is unwinding")
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl fmt::Debug for WaitGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state.borrow();
+        f.debug_struct("WaitGroup")
+            .field("count", &st.count)
+            .field("waiting", &st.waiters.len())
+            .finish()
+    }
+}
+
+/// Lets `n` tasks wait for each other: each [`wait`](Self::wait) pauses
+/// until `n` tasks have called it, then all go on together, and the barrier
+/// is ready for the next round. Like `std::sync::Barrier`, for tasks.
+///
+/// Single-thread: share it through an `Rc`.
+///
+/// # Cancellation
+///
+/// A task cancelled while waiting withdraws its arrival: the round then
+/// waits for another task to take its place. (Once the round is complete
+/// the task counted, even if it is cancelled before it runs again.)
+///
+/// # Examples
+///
+/// ```
+/// use std::{cell::RefCell, rc::Rc};
+/// use yieldloop::sync::local::Barrier;
+///
+/// yieldloop::run(|| {
+///     let barrier = Rc::new(Barrier::new(3));
+///     let log = Rc::new(RefCell::new(Vec::new()));
+///     let tasks: Vec<_> = (0..3)
+///         .map(|i| {
+///             let (barrier, log) = (barrier.clone(), log.clone());
+///             yieldloop::spawn(move || {
+///                 log.borrow_mut().push(format!("before {i}"));
+///                 let leader = barrier.wait().is_leader();
+///                 log.borrow_mut().push(format!("after {i}"));
+///                 leader
+///             })
+///         })
+///         .collect();
+///     let leaders = tasks.into_iter().map(|t| t.join().unwrap());
+///     assert_eq!(leaders.filter(|&l| l).count(), 1);
+///     // Nobody got past the barrier before everybody reached it.
+///     let log = log.borrow();
+///     assert!(log[..3].iter().all(|e| e.starts_with("before")));
+/// });
+/// ```
+pub struct Barrier {
+    n: usize,
+    state: RefCell<BarrierState>,
+}
+
+struct BarrierState {
+    /// Tasks waiting in the current round.
+    arrived: usize,
+    /// Rounds completed; a waiter knows its round is over when it changes.
+    generation: u64,
+    waiters: Signals,
+}
+
+/// What [`Barrier::wait`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BarrierWaitResult {
+    leader: bool,
+}
+
+impl BarrierWaitResult {
+    pub(crate) fn new(leader: bool) -> BarrierWaitResult {
+        BarrierWaitResult { leader }
+    }
+
+    /// True for exactly one task of each round: the last to arrive.
+    pub fn is_leader(&self) -> bool {
+        self.leader
+    }
+}
+
+impl Barrier {
+    /// A barrier for `n` tasks. `n` of 0 or 1 never pauses.
+    pub fn new(n: usize) -> Barrier {
+        Barrier {
+            n,
+            state: RefCell::new(BarrierState {
+                arrived: 0,
+                generation: 0,
+                waiters: Signals::default(),
+            }),
+        }
+    }
+
+    /// Arrives and pauses until `n` tasks have arrived in this round.
+    ///
+    /// # Panics
+    ///
+    /// Panics if it must pause outside a task, or in a task that is
+    /// unwinding.
+    pub fn wait(&self) -> BarrierWaitResult {
+        crate::coop::proceed();
+        let generation = {
+            let mut st = self.state.borrow_mut();
+            st.arrived += 1;
+            if st.arrived >= self.n {
+                st.arrived = 0;
+                st.generation += 1;
+                waitq::wake_all(&mut st.waiters);
+                return BarrierWaitResult { leader: true };
+            }
+            st.generation
+        };
+        loop {
+            let (r, _) = park_local(
+                &self.state,
+                |s| &mut s.waiters,
+                None,
+                // Unwound while the round is still open: un-arrive.
+                move |s, _| {
+                    if s.generation == generation {
+                        s.arrived -= 1;
+                    }
+                },
+            );
+            if self.state.borrow().generation != generation {
+                return BarrierWaitResult { leader: false };
+            }
+            if let Resume::Cancelled = r {
+                self.state.borrow_mut().arrived -= 1;
+                panic!("yieldloop: cannot wait at a Barrier in a task that is unwinding");
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Barrier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state.borrow();
+        f.debug_struct("Barrier")
+            .field("n", &self.n)
+            .field("arrived", &st.arrived)
+            .field("generation", &st.generation)
+            .finish()
+    }
+}
