@@ -13,11 +13,15 @@
 //! - `--addr HOST:PORT` (default 127.0.0.1:8080);
 //! - `--workers N`: schedulers, one per thread, each accepting on its own
 //!   `SO_REUSEPORT` listener (default: the number of cores);
-//! - `--idle-timeout SECS`: close a connection silent for that long
-//!   (default 60; 0 = never);
+//! - `--idle-timeout SECS`: close a connection silent between requests for
+//!   that long (default 75; 0 = never);
 //! - `--max-body BYTES`: largest request body taken (read and thrown away;
 //!   default 1 MiB, more gets 413);
-//! - `--log`: one line per connection when it ends.
+//! - `--max-connections N`: connections open at once, over all workers
+//!   (default: from the descriptor limit, see `ServeConfig`);
+//! - `--metrics`: answer `GET /metrics` with the runtime's counters (off
+//!   by default: the page is unauthenticated);
+//! - `--log`: one line per request.
 //!
 //! - `--grace-ms MS`: on SIGTERM or SIGINT, how long requests under way
 //!   may take to finish before they are cut (default 10000);
@@ -25,9 +29,9 @@
 //! Routes (`yieldloop_recipes::demo::http::demo`): `GET /`, `GET /sleep?ms=N`
 //! (sleeps with `yieldloop::sleep`, so the thread serves other connections
 //! meanwhile), 404 for other paths, 405 for methods other than `GET`/`HEAD`.
-//! Malformed requests get 400, heads over 8 KiB 431; both close that
-//! connection only. Everything else (workers, limits, keep-alive, the drain
-//! on SIGTERM) is `yieldloop_http` (`recipes/src/http/`), shared
+//! Malformed requests get 400, heads over 8 KiB 431 (414 for a request
+//! line that long); each closes that connection only. Everything else (workers, limits, keep-alive, the drain
+//! on SIGTERM) is `yieldloop_http` (`crates/yieldloop-http`), shared
 //! with the benchmarks; this file is the command line.
 //!
 //! On SIGTERM or SIGINT the server stops accepting, lets requests under way
@@ -54,7 +58,8 @@ fn main() {
         Err(msg) => {
             eprintln!(
                 "http_server: {msg}\nusage: http_server [--addr HOST:PORT] [--workers N] \
-                 [--idle-timeout SECS] [--max-body BYTES] [--grace-ms MS] [--log]"
+                 [--idle-timeout SECS] [--max-body BYTES] [--max-connections N] [--metrics] \
+                 [--grace-ms MS] [--log]"
             );
             std::process::exit(2);
         }
@@ -83,6 +88,10 @@ fn parse_args() -> Result<Config, String> {
                 c.serve.idle_timeout = (secs > 0).then(|| Duration::from_secs(secs));
             }
             "--max-body" => c.serve.max_body = number(&value("--max-body")?)?,
+            "--max-connections" => {
+                c.serve.max_connections = number(&value("--max-connections")?)?.max(1) as usize;
+            }
+            "--metrics" => c.serve.metrics_path = Some("/metrics".into()),
             "--grace-ms" => c.serve.grace = Duration::from_millis(number(&value("--grace-ms")?)?),
             "--log" => c.log = true,
             "-h" | "--help" => return Err("serves GET / and GET /sleep?ms=N".into()),

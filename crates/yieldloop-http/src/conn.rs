@@ -1,21 +1,34 @@
 //! One HTTP/1.1 connection, written as straight-line code: read, parse,
-//! call the handler, answer, repeat.
+//! read the body, call the handler, answer, repeat.
 //!
 //! ```text
-//!   read ──▶ buf ──▶ parse head ─┬─ complete, body in ──▶ handler ──▶ answer into `out` ─┐
-//!    ▲                           ├─ complete, body not ─▶ grow buf, read more ───────────┤
-//!    │                           ├─ partial ────────────▶ write `out`, read more ────────┤
-//!    │                           └─ invalid ────────────▶ 400/411/413/431, close          │
-//!    └───────────────────────────────────────────────────────────────────────────────────┘
+//!   read ──▶ buf ──▶ head ─┬─ complete, body in ───▶ handler ──▶ answer into `out` ──┐
+//!    ▲                     ├─ complete, body not ──▶ Pending: read the body ─────────┤
+//!    │                     ├─ partial ─────────────▶ write `out`, read more ─────────┤
+//!    │                     └─ invalid ─────────────▶ 400/413/414/431/501/505, close  │
+//!    └──────────────── `out` past max_unwritten: write it first (back-pressure) ◀────┘
 //! ```
 //!
 //! The request handed to the handler borrows the read buffer: the head
-//! where it was parsed, the body right after it. A body that did not come
-//! with the head makes the buffer grow to hold it (up to the body limit);
-//! the head is then parsed again once it is all in, which costs a second
-//! parse only for those requests. Buffers are per connection and reused:
-//! a request whose answer has a `'static` body allocates nothing.
+//! where it was parsed, the body right after it. Memory follows what the
+//! client has sent, never what it declares: a body that does not come with
+//! the head is read into a buffer that grows as bytes arrive (doubling, at
+//! most to the head plus `max_body`), a chunked one is decoded in place as
+//! it comes (`chunked`). The head is parsed again once the body is in,
+//! which costs a second parse only for those requests. Answers wait in
+//! `out` only up to `max_unwritten` bytes: past that they are written
+//! before another request is read, so a client that pipelines and does not
+//! read is held by its own socket (back-pressure), not buffered for.
+//!
+//! Every phase has one deadline, set when it starts and never moved by a
+//! read: the head (`header_timeout`, from the first byte, or from the
+//! accept for a connection's first request), the body (`body_timeout`,
+//! from the end of the head), each batch of answers (`write_timeout`, from
+//! the first write). Dripping a byte at a time buys nothing. Buffers are
+//! per connection and reused: a request whose answer has a `'static` body
+//! allocates nothing.
 
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::io::{self, Read, Write};
 use std::mem::MaybeUninit;
@@ -25,6 +38,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use yieldloop::net::TcpStream;
 
+use super::chunked::{Decoder, Pos, Step, MAX_CHUNK_LINE};
+use super::head::{self, Framing, Head, Parsed};
 use super::message::{reason, Request, Response};
 use super::server::ServeConfig;
 
@@ -41,8 +56,9 @@ const LINGER_TIME: Duration = Duration::from_secs(1);
 const LINGER_BYTES: usize = 256 * 1024;
 
 /// A read buffer grown past this for a large body goes back to the head
-/// limit once the request is done, so one big upload does not pin memory
-/// for the rest of a long keep-alive connection.
+/// limit once the request is done, and so does the answer buffer after a
+/// large answer, so that one big request does not pin memory for the rest
+/// of a long keep-alive connection.
 const KEEP_BUF: usize = 64 * 1024;
 
 /// What one connection did, for the server's summary.
@@ -72,14 +88,16 @@ pub(crate) struct Watch<'a> {
 /// This is one connection of [`serve`](super::serve), for a program that
 /// accepts connections itself: run it in a task of its own per connection,
 /// since each read and write pauses only that task. The connection gets
-/// `TCP_NODELAY` and the limits and timeouts of `config`.
+/// `TCP_NODELAY` and the limits and deadlines of `config` (see
+/// [Facing the internet](crate#facing-the-internet)); the connection cap
+/// and `/metrics` are the server's, not this function's.
 ///
 /// # Errors
 ///
 /// The connection's I/O errors: resets, broken pipes,
-/// [`io::ErrorKind::TimedOut`] when an answer is not taken within the
+/// [`io::ErrorKind::TimedOut`] when answers are not taken within the
 /// write timeout. A client that goes quiet between requests for the idle
-/// timeout, or in the middle of one for the read timeout (it gets a 408
+/// timeout, or in the middle of one past its deadline (it gets a 408
 /// first), ends the connection with `Ok`.
 ///
 /// # Examples
@@ -121,7 +139,12 @@ where
         start: 0,
         end: 0,
         out: Vec::with_capacity(512),
-        deadline: None,
+        pending: None,
+        // The first request's head is due `header_timeout` after the
+        // accept, as Go's ReadHeaderTimeout: a connection that sends
+        // nothing is not kept for the (longer) idle timeout.
+        deadline: config.header_timeout.map(|t| Instant::now() + t),
+        fresh: true,
         continued: false,
         watch,
         stats,
@@ -138,24 +161,52 @@ struct Conn<'a> {
     /// The client, for [`Request::peer`].
     peer: Option<SocketAddr>,
     /// Bytes read and not yet consumed live in `buf[start..end]`. Its
-    /// length is the head limit, or more while a large body is read.
+    /// length is the head limit, or more while a large body comes in.
+    ///
+    /// # Invariant
+    ///
+    /// Never longer than twice what the request under way has sent, and
+    /// never past its head plus `max_body` (plus one chunk line for a
+    /// chunked body).
     buf: Vec<u8>,
     /// See `buf`.
     start: usize,
     /// See `buf`.
     end: usize,
-    /// Answers not yet written: pipelined requests are answered together.
+    /// Answers not yet written: pipelined requests are answered together,
+    /// up to `max_unwritten` bytes.
     out: Vec<u8>,
-    /// When the request under way must be in by (head and body); `None`
+    /// The request whose head is in and whose body is being read.
+    pending: Option<Pending>,
+    /// When the phase under way (head or body) must be done by; `None`
     /// until the first read that finds it incomplete, so a request that
     /// comes in one piece never asks the clock.
     deadline: Option<Instant>,
+    /// No request has been seen on this connection yet.
+    fresh: bool,
     /// `100 Continue` was sent for the request under way.
     continued: bool,
     /// The worker's drain flag and this connection's busy flag.
     watch: &'a Watch<'a>,
     /// Counts for the worker.
     stats: &'a Cell<ConnStats>,
+}
+
+/// A request whose head is complete and whose body is still coming.
+struct Pending {
+    /// The length of its head.
+    head_len: usize,
+    /// How far its body is.
+    body: BodyRead,
+}
+
+/// How far a pending body is.
+enum BodyRead {
+    /// `Content-Length`: complete when this many bytes from the start of
+    /// the request (head and body) are in.
+    Length(usize),
+    /// Chunked: the decoder and its offsets from the start of the request.
+    Chunked(Decoder, Pos),
 }
 
 /// Why the loop stops reading.
@@ -168,94 +219,109 @@ enum Got {
     Late,
 }
 
-/// A parsed head.
-enum Parsed<'b> {
-    /// Not all of the head is in yet.
-    Partial,
-    /// Not acceptable: answer this status and close.
-    Refuse(u16),
-    /// A head the server takes.
-    Complete(Head<'b>),
-}
-
-/// A complete head and what frames its request.
-struct Head<'b> {
-    /// The request, its body still empty.
-    req: Request<'b>,
-    /// The length of the head in bytes.
-    len: usize,
-    /// `Content-Length`, 0 without one.
-    body_len: u64,
-    /// Whether the connection may stay open after the answer.
-    keep_alive: bool,
-    /// The client waits for `100 Continue` before it sends the body.
-    expect_continue: bool,
-}
-
 impl Conn<'_> {
     fn serve<H>(&mut self, handler: &H) -> io::Result<()>
     where
         H: Fn(&Request<'_>) -> Response,
     {
         loop {
-            // A fresh table each time round: it borrows from `buf`, which
-            // the reads below change. Uninitialised, so it costs nothing.
-            let mut table = [const { MaybeUninit::uninit() }; MAX_HEADERS_CAP];
-            let max = self.config.max_headers.clamp(1, MAX_HEADERS_CAP);
-            let parsed = parse(
-                &self.buf[self.start..self.end],
-                &mut table[..max],
-                self.config,
-            );
-            match parsed {
-                Parsed::Complete(mut head) => {
-                    // The whole request is held in memory: the body limit
-                    // bounds what one connection may make the server hold.
-                    let need = usize::try_from(head.body_len)
-                        .ok()
-                        .and_then(|body| body.checked_add(head.len));
-                    let Some(need) = need.filter(|_| head.body_len <= self.config.max_body) else {
-                        return self.refuse(413);
-                    };
-                    if self.end - self.start >= need {
-                        head.req.body = &self.buf[self.start + head.len..self.start + need];
-                        head.req.peer = self.peer;
-                        let keep = answer(handler, &head, &mut self.out, self.stats, self.watch);
-                        self.start += need;
-                        (self.deadline, self.continued) = (None, false);
-                        if !keep {
+            if self.pending.is_some() {
+                match self.body_step() {
+                    Ok(Some((body_end, next))) => {
+                        let head_len = self.pending.take().map_or(0, |p| p.head_len);
+                        if !self.respond(handler, head_len, body_end, next)? {
                             return self.close();
                         }
                         continue;
                     }
-                    // The body is not all in: make room for it, read on and
-                    // parse the head again once it is.
-                    let expect = head.expect_continue && !self.continued;
-                    self.flush()?;
-                    self.compact();
-                    if self.buf.len() < need {
-                        self.buf.resize(need, 0);
-                    }
-                    if expect {
-                        self.continued = true;
-                        (&*self.stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
-                    }
+                    Ok(None) => self.make_room(),
+                    Err(status) => return self.refuse(status),
                 }
-                Parsed::Partial => {
-                    if self.end - self.start >= self.config.max_head {
-                        return self.refuse(431);
+            } else {
+                // A fresh table each time round: it borrows from `buf`,
+                // which the reads below change. Uninitialised, so it costs
+                // nothing.
+                let mut table = [const { MaybeUninit::uninit() }; MAX_HEADERS_CAP];
+                let max = self.config.max_headers.clamp(1, MAX_HEADERS_CAP);
+                let parsed = head::parse(
+                    &self.buf[self.start..self.end],
+                    &mut table[..max],
+                    self.config,
+                );
+                match parsed {
+                    Parsed::Complete(mut head) => {
+                        let (len, framing, expect) = (head.len, head.framing, head.expect_continue);
+                        let have = self.end - self.start;
+                        let body = match framing {
+                            Framing::Length(n) if n > self.config.max_body => {
+                                return self.refuse(413)
+                            }
+                            // The fast path: the whole request is in.
+                            Framing::Length(n) if have - len >= n as usize => {
+                                let need = len + n as usize;
+                                head.req.body = &self.buf[self.start + len..self.start + need];
+                                head.req.peer = self.peer;
+                                let answered = answer(
+                                    handler,
+                                    &head,
+                                    &mut self.out,
+                                    self.stats,
+                                    self.watch,
+                                    self.config,
+                                );
+                                if !self.answered(answered, need)? {
+                                    return self.close();
+                                }
+                                continue;
+                            }
+                            Framing::Length(n) => BodyRead::Length(len + n as usize),
+                            Framing::Chunked => BodyRead::Chunked(
+                                Decoder::default(),
+                                Pos {
+                                    body: len,
+                                    raw: len,
+                                    end: have,
+                                },
+                            ),
+                        };
+                        // The body is not all in: read it before calling
+                        // the handler, within its own deadline.
+                        self.pending = Some(Pending {
+                            head_len: len,
+                            body,
+                        });
+                        self.deadline = None;
+                        if expect && !self.continued {
+                            self.continued = true;
+                            self.flush()?;
+                            self.send(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+                        }
+                        continue;
                     }
-                    self.flush()?;
-                    if self.start == self.end && self.watch.draining.get() {
-                        return self.close();
+                    Parsed::Patch(at) => {
+                        self.buf[self.start + at] = b'1';
+                        continue;
                     }
-                    self.compact();
-                    if self.buf.len() > KEEP_BUF.max(self.config.max_head) && self.end == 0 {
-                        self.buf.truncate(self.config.max_head.max(64));
-                        self.buf.shrink_to_fit();
+                    Parsed::Partial => {
+                        if self.end - self.start >= self.config.max_head {
+                            let status = head::too_long(
+                                &self.buf[self.start..self.end],
+                                self.config.max_head,
+                            );
+                            return self.refuse(status);
+                        }
+                        self.flush()?;
+                        if self.start == self.end && self.watch.draining.get() {
+                            return self.close();
+                        }
+                        self.compact();
+                        if self.buf.len() > KEEP_BUF.max(self.config.max_head) && self.end == 0 {
+                            self.buf.truncate(self.config.max_head.max(64));
+                            self.buf.shrink_to_fit();
+                        }
                     }
+                    Parsed::Refuse(status) => return self.refuse(status),
                 }
-                Parsed::Refuse(status) => return self.refuse(status),
             }
             match self.read_more()? {
                 Got::More => {}
@@ -265,27 +331,138 @@ impl Conn<'_> {
         }
     }
 
-    /// Reads more of the request (or the first bytes of the next), within
-    /// the idle timeout between requests and the read timeout inside one.
-    fn read_more(&mut self) -> io::Result<Got> {
-        let idle = self.start == self.end;
-        let timeout = if idle {
-            self.watch.busy.set(false);
-            self.config.idle_timeout
-        } else {
-            match self.config.read_timeout {
-                None => None,
-                Some(limit) => {
-                    let now = Instant::now();
-                    let deadline = *self.deadline.get_or_insert(now + limit);
-                    // A deadline <= now is due.
-                    match deadline.checked_duration_since(now) {
-                        Some(left) if !left.is_zero() => Some(left),
-                        _ => return Ok(Got::Late),
+    /// Takes in what has come of the pending body: `Some((body end, next
+    /// request))`, offsets from `start`, once it is all in; `Err(status)`
+    /// for a body refused.
+    fn body_step(&mut self) -> Result<Option<(usize, usize)>, u16> {
+        let have = self.end - self.start;
+        let Some(pending) = self.pending.as_mut() else {
+            return Ok(None);
+        };
+        match &mut pending.body {
+            BodyRead::Length(need) => Ok((have >= *need).then_some((*need, *need))),
+            BodyRead::Chunked(decoder, pos) => {
+                pos.end = have;
+                let buf = &mut self.buf[self.start..];
+                match decoder.decode(buf, pos, self.config.max_body, self.config.max_head) {
+                    Step::Done => Ok(Some((pos.body, pos.raw))),
+                    Step::More => {
+                        self.end = self.start + pos.end;
+                        Ok(None)
                     }
+                    Step::Refuse(status) => Err(status),
+                }
+            }
+        }
+    }
+
+    /// Makes room in `buf` for more of the pending body: to the front
+    /// first, then doubling, never past what the body may take.
+    fn make_room(&mut self) {
+        if self.end < self.buf.len() {
+            return;
+        }
+        self.compact();
+        let cap = match &self.pending {
+            Some(Pending {
+                body: BodyRead::Length(need),
+                ..
+            }) => *need,
+            Some(p) => {
+                let max_body = usize::try_from(self.config.max_body).unwrap_or(usize::MAX);
+                p.head_len
+                    .saturating_add(max_body)
+                    .saturating_add(self.config.max_head + MAX_CHUNK_LINE)
+            }
+            None => self.buf.len(),
+        };
+        if self.end == self.buf.len() {
+            // Never a zero-length read: that would look like the end.
+            let len = (self.buf.len() * 2).min(cap).max(self.end + 1);
+            self.buf.resize(len, 0);
+        }
+    }
+
+    /// Calls the handler for the request at `start`, its head `head_len`
+    /// bytes and its body up to `body_end`, the next one at `next`; returns
+    /// whether the connection stays open.
+    fn respond<H>(
+        &mut self,
+        handler: &H,
+        head_len: usize,
+        body_end: usize,
+        next: usize,
+    ) -> io::Result<bool>
+    where
+        H: Fn(&Request<'_>) -> Response,
+    {
+        let mut table = [const { MaybeUninit::uninit() }; MAX_HEADERS_CAP];
+        let max = self.config.max_headers.clamp(1, MAX_HEADERS_CAP);
+        let at = self.start;
+        // The same bytes parsed the same way: this cannot fail.
+        let Parsed::Complete(mut head) =
+            head::parse(&self.buf[at..at + head_len], &mut table[..max], self.config)
+        else {
+            return Ok(false);
+        };
+        head.req.body = &self.buf[at + head_len..at + body_end];
+        head.req.peer = self.peer;
+        let answered = answer(
+            handler,
+            &head,
+            &mut self.out,
+            self.stats,
+            self.watch,
+            self.config,
+        );
+        self.answered(answered, next)
+    }
+
+    /// After an answer: consumes the request's `used` bytes, starts the
+    /// next request's phase, writes a large body or a full `out`; returns
+    /// whether the connection stays open.
+    fn answered(&mut self, answered: Answered, used: usize) -> io::Result<bool> {
+        self.start += used;
+        (self.deadline, self.continued, self.fresh) = (None, false, false);
+        if let Some(body) = answered.later {
+            self.flush()?;
+            self.send(&body)?;
+        } else if self.out.len() >= self.config.max_unwritten {
+            // Back-pressure: the next request is read only once these
+            // answers are on their way.
+            self.flush()?;
+        }
+        Ok(answered.keep)
+    }
+
+    /// Reads more of the request (or the first bytes of the next), within
+    /// the idle timeout between requests and the phase's deadline inside
+    /// one.
+    fn read_more(&mut self) -> io::Result<Got> {
+        let waiting = self.start == self.end && self.pending.is_none();
+        let limit = if self.pending.is_some() {
+            self.config.body_timeout
+        } else {
+            self.config.header_timeout
+        };
+        let timeout = match limit {
+            _ if waiting && !self.fresh => self.config.idle_timeout,
+            None if waiting => self.config.idle_timeout,
+            None => None,
+            Some(limit) => {
+                let now = Instant::now();
+                let deadline = *self.deadline.get_or_insert(now + limit);
+                // A deadline <= now is due.
+                match deadline.checked_duration_since(now) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ if waiting => return Ok(Got::Gone),
+                    _ => return Ok(Got::Late),
                 }
             }
         };
+        if waiting {
+            self.watch.busy.set(false);
+        }
         self.stream.set_read_timeout(timeout)?;
         let got = (&*self.stream).read(&mut self.buf[self.end..]);
         self.watch.busy.set(true);
@@ -298,7 +475,7 @@ impl Conn<'_> {
                 Ok(Got::More)
             }
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                Ok(if idle { Got::Gone } else { Got::Late })
+                Ok(if waiting { Got::Gone } else { Got::Late })
             }
             Err(e) => Err(e),
         }
@@ -306,7 +483,7 @@ impl Conn<'_> {
 
     /// Answers `status` (the server's own refusal) and closes.
     fn refuse(&mut self, status: u16) -> io::Result<()> {
-        write_answer(&mut self.out, &Response::error(status), false, false)
+        write_answer(&mut self.out, &Response::error(status), false, false, true)
             .expect("a valid answer");
         self.close()
     }
@@ -314,8 +491,49 @@ impl Conn<'_> {
     /// Writes the pending answers.
     fn flush(&mut self) -> io::Result<()> {
         if !self.out.is_empty() {
-            (&*self.stream).write_all(&self.out)?;
+            self.send_out()?;
             self.out.clear();
+            if self.out.capacity() > KEEP_BUF {
+                self.out = Vec::with_capacity(512);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`send`](Self::send) for `out`, which `send` cannot borrow beside
+    /// `self`.
+    fn send_out(&mut self) -> io::Result<()> {
+        let out = std::mem::take(&mut self.out);
+        let sent = self.send(&out);
+        self.out = out;
+        sent
+    }
+
+    /// Writes `data` whole within the write timeout: one deadline for all
+    /// of it, not one per write, so that a client taking a few bytes now
+    /// and then cannot stretch it.
+    fn send(&self, mut data: &[u8]) -> io::Result<()> {
+        let deadline = self.config.write_timeout.map(|t| Instant::now() + t);
+        let mut first = true;
+        while !data.is_empty() {
+            if let (false, Some(deadline)) = (first, deadline) {
+                // A deadline <= now is due.
+                let left = deadline
+                    .checked_duration_since(Instant::now())
+                    .filter(|d| !d.is_zero())
+                    .ok_or(io::ErrorKind::TimedOut)?;
+                self.stream.set_write_timeout(Some(left))?;
+            }
+            first = false;
+            match (&*self.stream).write(data) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => data = &data[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !first && deadline.is_some() {
+            self.stream.set_write_timeout(self.config.write_timeout)?;
         }
         Ok(())
     }
@@ -345,8 +563,9 @@ impl Conn<'_> {
         self.stream.set_read_timeout(Some(LINGER_TIME))?;
         let until = Instant::now() + LINGER_TIME;
         let mut drained = 0;
+        let keep = self.buf.len().min(KEEP_BUF);
         while drained < LINGER_BYTES && Instant::now() < until {
-            match (&*self.stream).read(&mut self.buf) {
+            match (&*self.stream).read(&mut self.buf[..keep]) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => drained += n,
             }
@@ -355,22 +574,32 @@ impl Conn<'_> {
     }
 }
 
-/// Calls the handler and appends its answer to `out`; returns whether
-/// the connection stays open. A function of its own, not a method, since
-/// the request borrows the connection's read buffer meanwhile.
+/// What [`answer`] did.
+struct Answered {
+    /// Whether the connection stays open.
+    keep: bool,
+    /// A body too large to copy into `out`: written after it, on its own.
+    later: Option<Cow<'static, [u8]>>,
+}
+
+/// Calls the handler and appends its answer to `out` (its head only, if
+/// its body is larger than `max_unwritten`: the body is handed back to be
+/// written as it is). A function of its own, not a method, since the
+/// request borrows the connection's read buffer meanwhile.
 fn answer<H>(
     handler: &H,
     head: &Head<'_>,
     out: &mut Vec<u8>,
     stats: &Cell<ConnStats>,
     watch: &Watch<'_>,
-) -> bool
+    config: &ServeConfig,
+) -> Answered
 where
     H: Fn(&Request<'_>) -> Response,
 {
     let mut counts = stats.get();
     let mut keep = head.keep_alive;
-    let resp = match panic::catch_unwind(AssertUnwindSafe(|| handler(&head.req))) {
+    let mut resp = match panic::catch_unwind(AssertUnwindSafe(|| handler(&head.req))) {
         Ok(resp) => resp,
         Err(payload) => {
             // The task being torn down (cancelled) unwinds through here
@@ -390,113 +619,37 @@ where
     // Read after the handler: a drain that began while it ran closes too.
     let keep = keep && !watch.draining.get();
     let head_only = head.req.method == "HEAD";
-    match write_answer(out, &resp, head_only, keep) {
-        Ok(asked_close) => keep && !asked_close,
-        Err(()) => {
-            write_answer(out, &Response::error(500), head_only, false).expect("a valid answer");
-            false
-        }
-    }
-}
-
-/// Parses the request head at the start of `buf` into `table`.
-fn parse<'b>(
-    buf: &'b [u8],
-    table: &'b mut [MaybeUninit<httparse::Header<'b>>],
-    config: &ServeConfig,
-) -> Parsed<'b> {
-    let mut req = httparse::Request::new(&mut []);
-    let len = match req.parse_with_uninit_headers(buf, table) {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) => return Parsed::Partial,
-        Err(httparse::Error::TooManyHeaders) => return Parsed::Refuse(431),
-        Err(_) => return Parsed::Refuse(400),
-    };
-    if len > config.max_head {
-        return Parsed::Refuse(431);
-    }
-    // A complete parse fills these in.
-    let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
-        return Parsed::Refuse(400);
-    };
-    let headers: &'b [httparse::Header<'b>] = req.headers;
-    let mut body_len: Option<u64> = None;
-    let (mut transfer, mut chunked, mut close, mut keep, mut host, mut expect) =
-        (false, false, false, false, false, false);
-    for h in headers {
-        let name = h.name;
-        if name.eq_ignore_ascii_case("content-length") {
-            let Some(n) = content_length(h.value) else {
-                return Parsed::Refuse(400);
-            };
-            // Two different lengths: which one frames the body is anyone's
-            // guess, so refuse.
-            if body_len.is_some_and(|m| m != n) {
-                return Parsed::Refuse(400);
-            }
-            body_len = Some(n);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            transfer = true;
-            chunked |= h
-                .value
-                .split(|&b| b == b',')
-                .any(|c| c.trim_ascii().eq_ignore_ascii_case(b"chunked"));
-        } else if name.eq_ignore_ascii_case("host") {
-            host = true;
-        } else if name.eq_ignore_ascii_case("connection") {
-            for token in h.value.split(|&b| b == b',') {
-                let token = token.trim_ascii();
-                close |= token.eq_ignore_ascii_case(b"close");
-                keep |= token.eq_ignore_ascii_case(b"keep-alive");
-            }
-        } else if name.eq_ignore_ascii_case("expect") {
-            expect = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
-        }
-    }
-    // HTTP/1.1 requires Host; both framings at once is how requests are
-    // smuggled past proxies.
-    if (version == 1 && !host) || (transfer && body_len.is_some()) {
-        return Parsed::Refuse(400);
-    }
-    if transfer {
-        // Chunked bodies are not read: say which length the server wants
-        // (411); any other coding it does not know at all (501).
-        return Parsed::Refuse(if chunked { 411 } else { 501 });
-    }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    Parsed::Complete(Head {
-        req: Request {
-            method,
-            path,
-            query,
-            version,
-            headers,
-            body: &[],
-            peer: None,
+    let later = !head_only && !bodiless(resp.status) && resp.body.len() > config.max_unwritten;
+    match write_answer(out, &resp, head_only, keep, !later) {
+        Ok(asked_close) => Answered {
+            keep: keep && !asked_close,
+            later: later.then(|| std::mem::take(&mut resp.body)),
         },
-        len,
-        body_len: body_len.unwrap_or(0),
-        keep_alive: !close && (version == 1 || keep),
-        expect_continue: expect && version == 1,
-    })
-}
-
-/// A `Content-Length` value: digits only, without sign or spaces around.
-fn content_length(value: &[u8]) -> Option<u64> {
-    let value = value.trim_ascii();
-    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
-        return None;
+        Err(()) => {
+            write_answer(out, &Response::error(500), head_only, false, true)
+                .expect("a valid answer");
+            Answered {
+                keep: false,
+                later: None,
+            }
+        }
     }
-    std::str::from_utf8(value).ok()?.parse().ok()
 }
 
-/// Appends the answer to `out`: `Err(())` (and nothing appended) if it
-/// cannot be sent as it is, else whether the handler asked to close.
+/// 1xx, 204 and 304 answers have no body, and no length to announce.
+fn bodiless(status: u16) -> bool {
+    status < 200 || status == 204 || status == 304
+}
+
+/// Appends the answer to `out` (its body only `with_body`): `Err(())` (and
+/// nothing appended) if it cannot be sent as it is, else whether the
+/// handler asked to close.
 fn write_answer(
     out: &mut Vec<u8>,
     resp: &Response,
     head_only: bool,
     keep: bool,
+    with_body: bool,
 ) -> Result<bool, ()> {
     let status = resp.status;
     let mut asked_close = false;
@@ -517,8 +670,7 @@ fn write_answer(
         return Err(());
     }
     let keep = keep && !asked_close;
-    // 1xx, 204 and 304 answers have no body, and no length to announce.
-    let bodiless = status < 200 || status == 204 || status == 304;
+    let bodiless = bodiless(status);
     let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
     with_date(|date| out.extend_from_slice(date.as_bytes()));
     if !bodiless {
@@ -548,7 +700,7 @@ fn write_answer(
         }
     }
     out.extend_from_slice(b"\r\n");
-    if !head_only && !bodiless {
+    if with_body && !head_only && !bodiless {
         out.extend_from_slice(&resp.body);
     }
     Ok(asked_close)

@@ -12,20 +12,21 @@
 //!   the handler's answer) says `Connection: close`; HTTP/1.0 ones close
 //!   after one answer unless the client sends `Connection: keep-alive`.
 //!   Pipelined requests are answered in order, their answers written
-//!   together.
-//! - **Limits** ([`ServeConfig`]): a head over `max_head` bytes or with more
-//!   than `max_headers` headers gets `431`; a `Content-Length` over
-//!   `max_body` gets `413`; a malformed request (a bad request line or
-//!   header, two different lengths, HTTP/1.1 without `Host`) gets `400`; a
-//!   chunked body gets `411 Length Required` (chunked request bodies are not
-//!   read: send a `Content-Length`), another transfer coding `501`. Each of
-//!   these closes that connection after the answer, and nothing else.
-//! - **Bodies**: the handler gets the whole body; a client that sends
-//!   `Expect: 100-continue` is told to go on once the head is accepted.
-//! - **Timeouts**: a connection silent between requests for `idle_timeout`
-//!   is closed; a request that takes longer than `read_timeout` to come in
-//!   gets `408` and the connection closes; an answer the client does not
-//!   take within `write_timeout` closes it.
+//!   together (up to `max_unwritten` bytes at a time).
+//! - **Framing** (RFC 9112): bodies by `Content-Length` or
+//!   `Transfer-Encoding: chunked` (decoded, extensions and trailers
+//!   checked and dropped); an absolute-form target (`GET http://host/p`)
+//!   gives the handler its path, and its authority as [`Request::host`];
+//!   `HTTP/1.2` and later 1.x are served as 1.1. A malformed request (a bad
+//!   request line, header or chunk, two different lengths, a length and a
+//!   coding, HTTP/1.1 without `Host`, two `Host` headers or an invalid
+//!   one) gets `400`; another major version `505`; a coding other than
+//!   `chunked` `501`. Each refusal closes that connection after the
+//!   answer, and nothing after it on that connection is answered.
+//! - **Bodies**: the handler gets the whole body, within `max_body`; a
+//!   client that sends `Expect: 100-continue` is told to go on once the
+//!   head is accepted.
+//! - **Limits and deadlines**: see [Facing the internet](#facing-the-internet).
 //! - **Panics**: a handler that panics gets its request answered `500`;
 //!   that connection closes, the worker and every other connection go on.
 //! - **Drain**: on SIGTERM or SIGINT (or [`Shutdown::trigger`]) each worker
@@ -34,12 +35,47 @@
 //!   `Connection: close`) for up to `grace`, cancels the rest, and
 //!   [`serve`] returns a [`Summary`].
 //!
+//! # Facing the internet
+//!
+//! Every limit a client can run into, its default ([`ServeConfig`] sets
+//! each, and names the server whose default it follows), and what a
+//! client that passes it gets. None of them lets a client make the server
+//! hold more than its buffers: memory follows the bytes a client has
+//! sent, never what it declares.
+//!
+//! | what | default | a client past it gets |
+//! |---|---|---|
+//! | request line (`max_head`) | 8 KiB | `414`, close |
+//! | head: line and headers (`max_head`) | 8 KiB | `431`, close |
+//! | headers (`max_headers`) | 100 | `431`, close |
+//! | body, declared or decoded (`max_body`) | 1 MiB | `413`, close (as soon as a length or a chunk size says so) |
+//! | chunk-size line with extensions | 4 KiB | `400`, close |
+//! | trailers of a chunked body (`max_head`) | 8 KiB | `431`, close |
+//! | the whole head (`header_timeout`), from its first byte, or from the accept for a connection's first request | 30 s | `408`, close (a new connection that sent nothing: closed) |
+//! | the whole body (`body_timeout`), from the end of the head | 60 s | `408`, close |
+//! | writing a batch of answers (`write_timeout`), all of it | 60 s | closed |
+//! | silence between requests (`idle_timeout`) | 75 s | closed |
+//! | answers waiting for a pipelining client (`max_unwritten`) | 64 KiB | its requests are not read until they are written: its own socket holds it back |
+//! | open connections (`max_connections`), split evenly over the workers | ¾ of `RLIMIT_NOFILE`, at most 1024 below it | not accepted (it waits in the listener's backlog) until a connection closes; those open are served as before |
+//! | a failing accept (`EMFILE`, `ENFILE`, …) | | the acceptor backs off 5 ms, doubling to 1 s, and retries; it never spins |
+//! | `/metrics` (`metrics_path`) | off | the handler's, like any other path |
+//!
+//! Per connection the server holds a read buffer of `max_head` bytes (more
+//! only while a body comes in, at most twice what has come), up to
+//! `max_unwritten` bytes of answers, and the task's stack. This server
+//! has no TLS of its own: behind a proxy that ends TLS it needs none, and
+//! a TLS handshake's deadline belongs to the layer that runs it
+//! (`yieldloop-rustls`, or the proxy).
+//!
 //! # Layout
 //!
 //! - `message`: [`Request`] (borrowed from the connection's buffer) and
 //!   [`Response`].
-//! - `conn`: one connection, [`serve_connection`]: parsing (`httparse`),
-//!   limits, timeouts, calling the handler, writing answers.
+//! - `conn`: one connection, [`serve_connection`]: reading, limits,
+//!   deadlines, back-pressure, calling the handler, writing answers.
+//! - `head`: the request head: `httparse`, then what RFC 9112 leaves to
+//!   the server (version, target forms, `Host`, framing).
+//! - `chunked`: chunked request bodies, decoded in place as they arrive.
 //! - `server`: [`ServeConfig`], [`Server`], [`Shutdown`], the workers and
 //!   the drain.
 //! - [`with_hyper`]: hyper 1.x, server and client, on yieldloop with no
@@ -106,7 +142,9 @@
 use std::io;
 use yieldloop::net::ToSocketAddrs;
 
+mod chunked;
 mod conn;
+mod head;
 mod message;
 mod server;
 pub mod with_hyper;

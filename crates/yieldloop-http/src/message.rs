@@ -6,12 +6,21 @@ use std::borrow::Cow;
 use std::fmt;
 use std::net::SocketAddr;
 
-/// One request, as a handler sees it: method, path, query, headers and the
-/// whole body, all borrowed from the connection's buffer.
+/// One request, as a handler sees it: method, path, query, host, headers
+/// and the whole body, all borrowed from the connection's buffer.
 ///
-/// The server has checked the framing already (a valid head, a
-/// `Content-Length` within the limit, the body read in full); what is left
-/// to the handler is the meaning. Nothing is percent-decoded.
+/// The server has checked the framing already (a valid head, one valid
+/// `Host`, a body within `max_body` read in full, chunked bodies decoded);
+/// what is left to the handler is the meaning. Nothing is percent-decoded.
+///
+/// The body is handed over whole, as `http_body_util::Limited` and
+/// `collect` give it to a hyper service, or `http.MaxBytesReader` and
+/// `io.ReadAll` to a Go handler: [`ServeConfig::max_body`] bounds it (a
+/// larger one gets 413 before the handler is called), and the server's
+/// buffer grows only as the bytes arrive, never to a length the client
+/// merely declares.
+///
+/// [`ServeConfig::max_body`]: crate::ServeConfig#structfield.max_body
 ///
 /// # Examples
 ///
@@ -32,11 +41,15 @@ use std::net::SocketAddr;
 pub struct Request<'a> {
     /// `GET`, `POST`, … as sent (methods are case-sensitive).
     pub(crate) method: &'a str,
-    /// The request target up to `?`.
+    /// The request target up to `?` (of an absolute-form target, the part
+    /// after the authority).
     pub(crate) path: &'a str,
     /// After `?`, or empty.
     pub(crate) query: &'a str,
-    /// The minor version: 1 for HTTP/1.1, 0 for HTTP/1.0.
+    /// The authority of an absolute-form target, else the `Host` header,
+    /// else empty (HTTP/1.0 without one).
+    pub(crate) host: &'a str,
+    /// The minor version: 1 for HTTP/1.1 (and later 1.x), 0 for HTTP/1.0.
     pub(crate) version: u8,
     /// The headers in the order sent.
     pub(crate) headers: &'a [httparse::Header<'a>],
@@ -55,7 +68,10 @@ impl<'a> Request<'a> {
         self.method
     }
 
-    /// The path: the request target up to `?` (`/users/7`).
+    /// The path: the request target up to `?` (`/users/7`). For a target
+    /// in absolute form (`GET http://example.com/users/7 HTTP/1.1`, as sent
+    /// to proxies) the path after the authority, `/` if there is none; the
+    /// authority is [`host`](Self::host).
     pub fn path(&self) -> &'a str {
         self.path
     }
@@ -75,7 +91,17 @@ impl<'a> Request<'a> {
         })
     }
 
-    /// The minor HTTP version: 1 for HTTP/1.1, 0 for HTTP/1.0.
+    /// The host the request is for (`example.com:8080`): the authority of
+    /// an absolute-form target, which RFC 9112 §3.2.2 puts before the
+    /// `Host` header, else the `Host` header; empty for an HTTP/1.0 request
+    /// without either. The server has checked it is a valid host and port
+    /// and that there was one `Host` header at most.
+    pub fn host(&self) -> &'a str {
+        self.host
+    }
+
+    /// The minor HTTP version: 1 for HTTP/1.1, 0 for HTTP/1.0. A request
+    /// sent as `HTTP/1.2` or any later 1.x is served as 1.1 and says 1.
     pub fn version(&self) -> u8 {
         self.version
     }
@@ -95,7 +121,8 @@ impl<'a> Request<'a> {
         self.headers.iter().map(|h| (h.name, h.value))
     }
 
-    /// The body: all `Content-Length` bytes of it, empty without one.
+    /// The body: all `Content-Length` bytes of it, or the decoded chunks of
+    /// a chunked one (trailers dropped); empty without one.
     pub fn body(&self) -> &'a [u8] {
         self.body
     }
@@ -113,6 +140,7 @@ impl fmt::Debug for Request<'_> {
             .field("method", &self.method)
             .field("path", &self.path)
             .field("query", &self.query)
+            .field("host", &self.host)
             .field("version", &self.version)
             .field("headers", &self.headers.len())
             .field("body", &self.body.len())
@@ -259,11 +287,13 @@ pub(crate) fn reason(status: u16) -> &'static str {
         422 => "Unprocessable Content",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
+        414 => "URI Too Long",
         500 => "Internal Server Error",
         501 => "Not Implemented",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
         _ => "",
     }
 }

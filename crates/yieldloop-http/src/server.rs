@@ -5,7 +5,9 @@
 //! ```text
 //!   Server::run_with(factory)
 //!     worker w (thread): handler = factory()
-//!       acceptor task:   accept ─▶ spawn connection task (conn.rs) ─▶ table
+//!       acceptor task:   (at its share of max_connections: wait for a close)
+//!                        accept ─▶ spawn connection task (conn.rs) ─▶ table
+//!                        (accept failing, EMFILE: back off 5 ms … 1 s, retry)
 //!       signal task:     SIGTERM/SIGINT ─▶ Shutdown::trigger
 //!       (worker 0) SIGQUIT ─▶ a task dump of every worker, on stderr
 //!       main task:       wait for the trigger, then drain:
@@ -26,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use yieldloop::net::{TcpListener, ToSocketAddrs};
 use yieldloop::signal::{Signals, SIGINT, SIGQUIT, SIGTERM};
-use yieldloop::sync::local::Event;
+use yieldloop::sync::local::{Event, Notify};
 use yieldloop::sync::mpsc;
 use yieldloop::{JoinHandle, Runtime};
 
@@ -36,19 +38,25 @@ use super::message::{Request, Response};
 /// The limits and timeouts of a server, and how it stops; a builder.
 ///
 /// Every setter takes and returns the configuration, so a server is set up
-/// in one expression; [`bind`](Self::bind) then makes it a [`Server`].
+/// in one expression; [`bind`](Self::bind) then makes it a [`Server`]. Each
+/// default follows a server that faces the internet every day, named in
+/// the last column; [Facing the internet](crate#facing-the-internet) says
+/// what each limit protects.
 ///
-/// | setting | default | past it |
-/// |---|---|---|
-/// | [`max_head`](Self::max_head) | 8 KiB | 431 |
-/// | [`max_headers`](Self::max_headers) | 64 | 431 |
-/// | [`max_body`](Self::max_body) | 1 MiB | 413 |
-/// | [`idle_timeout`](Self::idle_timeout) | 60 s | the connection closes |
-/// | [`read_timeout`](Self::read_timeout) | 30 s | 408, then it closes |
-/// | [`write_timeout`](Self::write_timeout) | 30 s | the connection closes |
-/// | [`grace`](Self::grace) | 10 s | requests still running are cancelled |
-/// | [`signals`](Self::signals) | on | SIGTERM and SIGINT start the drain; SIGQUIT prints a task dump |
-/// | [`metrics_path`](Self::metrics_path) | `/metrics` | `GET` there answers with the runtime's counters |
+/// | setting | default | past it | yardstick |
+/// |---|---|---|---|
+/// | [`max_head`](Self::max_head) | 8 KiB | 414 (request line), 431 | nginx `large_client_header_buffers` (8k a line); hyper's first read buffer |
+/// | [`max_headers`](Self::max_headers) | 100 | 431 | hyper's `max_headers` |
+/// | [`max_body`](Self::max_body) | 1 MiB | 413 | nginx `client_max_body_size` |
+/// | [`header_timeout`](Self::header_timeout) | 30 s for the whole head | 408, close | hyper's `header_read_timeout`; Go's `ReadHeaderTimeout` (from the accept for the first request) |
+/// | [`body_timeout`](Self::body_timeout) | 60 s for the whole body | 408, close | nginx `client_body_timeout`, for the whole body instead of between two reads |
+/// | [`write_timeout`](Self::write_timeout) | 60 s for each batch of answers | close | nginx `send_timeout`, for the whole batch as Go's `WriteTimeout` |
+/// | [`idle_timeout`](Self::idle_timeout) | 75 s between requests | close | nginx `keepalive_timeout` |
+/// | [`max_unwritten`](Self::max_unwritten) | 64 KiB of answers | no more requests read until written | nginx `output_buffers` (2 × 32k) |
+/// | [`max_connections`](Self::max_connections) | ¾ of `RLIMIT_NOFILE` (at most 1024 below it) | not accepted until one closes | nginx `worker_connections`/`limit_conn`; Go's `netutil.LimitListener` |
+/// | [`grace`](Self::grace) | 10 s | requests still running are cancelled | |
+/// | [`signals`](Self::signals) | on | SIGTERM and SIGINT start the drain; SIGQUIT prints a task dump | |
+/// | [`metrics_path`](Self::metrics_path) | off | `GET`/`HEAD` there answer the runtime's counters | |
 ///
 /// # Examples
 ///
@@ -59,28 +67,51 @@ use super::message::{Request, Response};
 /// let config = ServeConfig::default()
 ///     .max_body(64 * 1024)
 ///     .idle_timeout(Some(Duration::from_secs(5)))
+///     .max_connections(10_000)
 ///     .grace(Duration::from_secs(2));
 /// assert_eq!(config.max_head, 8 * 1024);
+/// assert_eq!(config.metrics_path, None);
 /// ```
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
     /// Largest request head (request line and headers) in bytes; also the
-    /// size of each connection's read buffer.
+    /// size of each connection's read buffer. A request line that alone
+    /// passes it gets 414, a head that does 431.
     pub max_head: usize,
     /// Most headers a request may carry (at most 128).
     pub max_headers: usize,
-    /// Largest request body (`Content-Length`) in bytes. The handler gets
-    /// the body whole, so this bounds the memory one connection may take.
+    /// Largest request body in bytes, declared (`Content-Length`) or
+    /// decoded (chunked): the handler gets the body whole, so this bounds
+    /// what one request may make the server hold. The buffer grows as the
+    /// body arrives, never ahead of it.
     pub max_body: u64,
     /// How long a connection may stay silent between requests; `None`: as
     /// long as it likes.
     pub idle_timeout: Option<Duration>,
-    /// How long a request may take to come in, head and body, from the
-    /// moment the server finds it incomplete; `None`: no limit. This is
-    /// what stops a client that sends a byte now and then.
-    pub read_timeout: Option<Duration>,
-    /// How long an answer may wait for the client to take it.
+    /// How long a whole request head may take to come in: from its first
+    /// byte, or from the accept for a connection's first request (a
+    /// connection that sends nothing is closed then, without an answer).
+    /// `None`: no limit (and a new connection waits `idle_timeout`). One
+    /// deadline for the head, not one per read: a client that sends a byte
+    /// now and then gains nothing.
+    pub header_timeout: Option<Duration>,
+    /// How long a whole request body may take to come in, from the end of
+    /// its head (or from `100 Continue`); `None`: no limit.
+    pub body_timeout: Option<Duration>,
+    /// How long the client may take to receive a batch of answers (what
+    /// has piled up for a pipelining client, or one large answer), all of
+    /// it, not each write; `None`: no limit.
     pub write_timeout: Option<Duration>,
+    /// How many bytes of answers may wait for a pipelining client before
+    /// the server writes them and stops reading its requests until they
+    /// are taken. An answer whose body alone is larger is written from
+    /// the handler's body, not copied.
+    pub max_unwritten: usize,
+    /// Most connections open at once, over all workers (each worker takes
+    /// an equal share, at least one). Past it a worker stops accepting
+    /// until one of its connections closes; those it has are served as
+    /// before, and new clients wait in the listener's backlog.
+    pub max_connections: usize,
     /// How long a drain waits for the requests under way.
     pub grace: Duration,
     /// Whether SIGTERM and SIGINT start the drain, and SIGQUIT prints a
@@ -90,11 +121,15 @@ pub struct ServeConfig {
     /// returned (see `yieldloop::signal`): from then on the program no
     /// longer ends on them by default.
     pub signals: bool,
-    /// The path whose `GET` is answered, ahead of the handler, with every
-    /// scheduler's counters in the Prometheus text format
+    /// A path whose `GET` and `HEAD` are answered, ahead of the handler,
+    /// with every scheduler's counters in the Prometheus text format
     /// ([`yieldloop::diag::prometheus`]): tasks, resumes, polls, busy and
     /// parked time, timers, sockets, the blocking pool, and how long
-    /// resumes hold the thread. `None`: every path goes to the handler.
+    /// resumes hold the thread. `None` (the default): every path goes to
+    /// the handler. The page is unauthenticated and some kilobytes long:
+    /// turn it on where only the monitoring can reach the server, or serve
+    /// [`yieldloop::diag::prometheus`] from a handler route of your own
+    /// behind your own checks.
     pub metrics_path: Option<String>,
     /// Stack size of the connection tasks (handlers run on them); `None`:
     /// yieldloop's default.
@@ -105,17 +140,40 @@ impl Default for ServeConfig {
     fn default() -> ServeConfig {
         ServeConfig {
             max_head: 8 * 1024,
-            max_headers: 64,
+            max_headers: 100,
             max_body: 1024 * 1024,
-            idle_timeout: Some(Duration::from_secs(60)),
-            read_timeout: Some(Duration::from_secs(30)),
-            write_timeout: Some(Duration::from_secs(30)),
+            idle_timeout: Some(Duration::from_secs(75)),
+            header_timeout: Some(Duration::from_secs(30)),
+            body_timeout: Some(Duration::from_secs(60)),
+            write_timeout: Some(Duration::from_secs(60)),
+            max_unwritten: 64 * 1024,
+            max_connections: default_max_connections(),
             grace: Duration::from_secs(10),
             signals: true,
-            metrics_path: Some("/metrics".to_string()),
+            metrics_path: None,
             stack_size: None,
         }
     }
+}
+
+/// The default connection cap: three quarters of the soft limit on open
+/// descriptors (`RLIMIT_NOFILE`), and never closer to it than 16 nor
+/// further than 1024, leaving the rest to the listeners, the runtime and
+/// the handlers' own files and sockets. Read from `/proc/self/limits`
+/// where there is one; 1024 (a common soft limit) where there is not.
+fn default_max_connections() -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+            match line.split_whitespace().nth(3)? {
+                "unlimited" => Some(1 << 20),
+                n => n.parse::<usize>().ok(),
+            }
+        })
+        .unwrap_or(1024);
+    let headroom = (soft / 4).clamp(16, 1024);
+    soft.saturating_sub(headroom).max(1)
 }
 
 impl ServeConfig {
@@ -143,15 +201,35 @@ impl ServeConfig {
         self
     }
 
-    /// Sets [`read_timeout`](Self#structfield.read_timeout).
-    pub fn read_timeout(mut self, t: Option<Duration>) -> Self {
-        self.read_timeout = t;
+    /// Sets [`header_timeout`](Self#structfield.header_timeout).
+    pub fn header_timeout(mut self, t: Option<Duration>) -> Self {
+        self.header_timeout = t;
+        self
+    }
+
+    /// Sets [`body_timeout`](Self#structfield.body_timeout).
+    pub fn body_timeout(mut self, t: Option<Duration>) -> Self {
+        self.body_timeout = t;
         self
     }
 
     /// Sets [`write_timeout`](Self#structfield.write_timeout).
     pub fn write_timeout(mut self, t: Option<Duration>) -> Self {
         self.write_timeout = t;
+        self
+    }
+
+    /// Sets [`max_unwritten`](Self#structfield.max_unwritten) (at least
+    /// one byte).
+    pub fn max_unwritten(mut self, bytes: usize) -> Self {
+        self.max_unwritten = bytes.max(1);
+        self
+    }
+
+    /// Sets [`max_connections`](Self#structfield.max_connections) (at
+    /// least one).
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
         self
     }
 
@@ -249,7 +327,8 @@ impl Server {
         F: Fn() -> H + Send + Sync + 'static,
         H: Fn(&Request<'_>) -> Response + 'static,
     {
-        let rt = Runtime::builder().workers(self.listeners.len()).build()?;
+        let workers = self.listeners.len();
+        let rt = Runtime::builder().workers(workers).build()?;
         let factory = Arc::new(factory);
         let config = Arc::new(self.config);
         let handles: Vec<_> = self
@@ -267,7 +346,8 @@ impl Server {
                         shutdown: shutdown.clone(),
                         armed: true,
                     };
-                    let result = worker(w, listener, &config, &shutdown, move || factory());
+                    let result =
+                        worker(w, workers, listener, &config, &shutdown, move || factory());
                     guard.armed = result.is_err();
                     result
                 })
@@ -409,6 +489,17 @@ struct Shared<H> {
     conns: RefCell<HashMap<u64, Open>>,
     /// Set when the table empties during a drain.
     emptied: Event,
+    /// Connection tasks running (in the table or not).
+    ///
+    /// # Invariant
+    ///
+    /// At most `share` once the acceptor has spawned one.
+    open: Cell<usize>,
+    /// This worker's share of `max_connections`.
+    share: usize,
+    /// Notified when a connection ends, for the acceptor waiting at its
+    /// share.
+    slot_free: Notify,
     /// This worker's counts.
     summary: RefCell<Summary>,
 }
@@ -416,6 +507,7 @@ struct Shared<H> {
 /// One worker (number `w`): accepts until the drain, then drains.
 fn worker<F, H>(
     w: usize,
+    workers: usize,
     listener: std::net::TcpListener,
     config: &Arc<ServeConfig>,
     shutdown: &Shutdown,
@@ -439,6 +531,9 @@ where
         draining: Cell::new(false),
         conns: RefCell::default(),
         emptied: Event::new(),
+        open: Cell::new(0),
+        share: (config.max_connections / workers.max(1)).max(1),
+        slot_free: Notify::new(),
         summary: RefCell::default(),
     });
     let on_signal = signals.map(|mut signals| {
@@ -507,52 +602,60 @@ where
     Ok(summary)
 }
 
-/// Accepts connections and gives each a task, until cancelled.
+/// The first pause after a failed accept; it doubles up to [`BACKOFF_MAX`]
+/// while accepts keep failing, as Go's `net/http` does.
+const BACKOFF_MIN: Duration = Duration::from_millis(5);
+/// See [`BACKOFF_MIN`].
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// Accepts connections and gives each a task, until cancelled; waits while
+/// this worker has its share of `max_connections` open.
 fn accept_loop<H>(listener: &TcpListener, shared: &Rc<Shared<H>>)
 where
     H: Fn(&Request<'_>) -> Response + 'static,
 {
     let mut next_id = 0u64;
     let mut last_report: Option<Instant> = None;
+    let mut backoff = BACKOFF_MIN;
     loop {
+        // At the cap: take no more until one closes. The kernel holds new
+        // clients in the listener's backlog meanwhile; the connections
+        // open are served as before. No pause between the check and the
+        // wait, so no close can slip between them.
+        while shared.open.get() >= shared.share {
+            shared.slot_free.wait();
+        }
         let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+            Ok((stream, _)) => {
+                backoff = BACKOFF_MIN;
+                stream
+            }
             Err(e) => {
-                // Out of descriptors, or a connection aborted before we got
-                // it: nothing to do for that client. Say so at most once a
-                // second, wait a moment (descriptors may free up), go on.
+                // Out of descriptors (EMFILE, ENFILE), out of memory, or a
+                // connection aborted before we got it: nothing to do for
+                // that client. Say so at most once a second, back off (the
+                // listener is still readable, so retrying at once would
+                // spin), go on.
                 if last_report.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
-                    eprintln!("http: accept failed: {e}; retrying in 100 ms");
+                    eprintln!("http: accept failed: {e}; retrying in {backoff:?}");
                     last_report = Some(Instant::now());
                 }
-                yieldloop::sleep(Duration::from_millis(100));
+                yieldloop::sleep(backoff);
+                backoff = (backoff * 2).min(BACKOFF_MAX);
                 continue;
             }
         };
         next_id += 1;
         let id = next_id;
         let busy = Rc::new(Cell::new(true));
+        // Counted before the task runs (it may end before `spawn` returns),
+        // and uncounted by `done` however the task ends, or if it never
+        // starts.
+        shared.open.set(shared.open.get() + 1);
+        let done = Done(shared.clone(), id, Cell::new(ConnStats::default()));
         let task = {
-            let (shared, busy) = (shared.clone(), busy.clone());
+            let busy = busy.clone();
             move || {
-                /// Takes the connection out of the table and adds its
-                /// counts however the task ends, cancellation included.
-                struct Done<H: 'static>(Rc<Shared<H>>, u64, Cell<ConnStats>);
-                impl<H: 'static> Drop for Done<H> {
-                    fn drop(&mut self) {
-                        let shared = &self.0;
-                        let stats = self.2.get();
-                        let mut summary = shared.summary.borrow_mut();
-                        summary.requests += stats.requests;
-                        summary.panics += stats.panics;
-                        let mut conns = shared.conns.borrow_mut();
-                        conns.remove(&self.1);
-                        if shared.draining.get() && conns.is_empty() {
-                            shared.emptied.set();
-                        }
-                    }
-                }
-                let done = Done(shared, id, Cell::new(ConnStats::default()));
                 let watch = Watch {
                     draining: &done.0.draining,
                     busy: &busy,
@@ -560,7 +663,9 @@ where
                 let shared = &done.0;
                 let metrics = shared.config.metrics_path.as_deref();
                 let handler = |req: &Request<'_>| match metrics {
-                    Some(path) if req.path() == path && req.method() == "GET" => metrics_page(),
+                    Some(path) if req.path() == path && matches!(req.method(), "GET" | "HEAD") => {
+                        metrics_page()
+                    }
                     _ => (shared.handler)(req),
                 };
                 let _ = conn::run(&stream, &shared.config, &handler, &watch, &done.2);
@@ -578,6 +683,28 @@ where
                 }
             }
             Err(e) => eprintln!("http: cannot start a connection task: {e}"),
+        }
+    }
+}
+
+/// Takes a connection out of the table and the count of open ones, and
+/// adds its counts, however its task ends, cancellation included (or if
+/// it never starts): (the worker's state, its number, its counts).
+struct Done<H: 'static>(Rc<Shared<H>>, u64, Cell<ConnStats>);
+
+impl<H: 'static> Drop for Done<H> {
+    fn drop(&mut self) {
+        let shared = &self.0;
+        let stats = self.2.get();
+        shared.open.set(shared.open.get() - 1);
+        shared.slot_free.notify_all();
+        let mut summary = shared.summary.borrow_mut();
+        summary.requests += stats.requests;
+        summary.panics += stats.panics;
+        let mut conns = shared.conns.borrow_mut();
+        conns.remove(&self.1);
+        if shared.draining.get() && conns.is_empty() {
+            shared.emptied.set();
         }
     }
 }

@@ -105,7 +105,25 @@ impl Server {
     /// Starts example `name` on `127.0.0.1:0` with `extra` arguments and
     /// waits for its `listening on ADDR` line on stderr.
     pub fn start(name: &str, extra: &[&str]) -> Server {
-        let mut child = Command::new(example(name))
+        Server::start_with(name, extra, None)
+    }
+
+    /// Like [`start`](Self::start), with the soft limit on open descriptors
+    /// (`RLIMIT_NOFILE`) set to `nofile` first (by `sh`'s `ulimit -n`,
+    /// which then `exec`s the example: the process id stays the
+    /// example's).
+    pub fn start_with(name: &str, extra: &[&str], nofile: Option<u64>) -> Server {
+        let mut command = match nofile {
+            None => Command::new(example(name)),
+            Some(n) => {
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(example(name));
+                sh
+            }
+        };
+        let mut child = command
             .args(["--addr", "127.0.0.1:0"])
             .args(extra)
             .stdin(Stdio::null())
@@ -138,6 +156,11 @@ impl Server {
             }
         };
         Server { child, addr, log }
+    }
+
+    /// The example's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Stderr lines printed so far (after the listening line).
