@@ -12,7 +12,7 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::time::Duration;
 
 use yieldloop::net::{TcpListener, TcpStream};
-use yieldloop_pool::{Manage, PoolConfig};
+use yieldloop_pool::{CheckoutTimeout, Manage, PoolConfig};
 
 /// How to open, check and give up on a connection to `addr`.
 #[derive(Clone, Debug)]
@@ -43,11 +43,8 @@ impl Manage for Lines {
         conn.broken
     }
 
-    fn checkout_timed_out(&self, waited: Duration, max_size: usize) -> io::Error {
-        io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("no connection free after {waited:?} ({max_size} in use)"),
-        )
+    fn checkout_timed_out(&self, timeout: CheckoutTimeout) -> io::Error {
+        timeout.into()
     }
 }
 

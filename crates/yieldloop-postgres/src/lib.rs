@@ -25,8 +25,10 @@
 //! for `timestamp`/`timestamptz`, `Option<T>` for NULL. The whole async API
 //! stays at hand through [`PgClient::client`] and `block_on`.
 //!
-//! [`Pool`] keeps connections for reuse, per worker thread: see
-//! [`crate::pool`], which the Redis recipe shares.
+//! [`Pool`] keeps connections for reuse, per worker thread (a client's
+//! socket belongs to the thread that opened it): see [`crate::pool`], which
+//! the Redis crate shares, for the checkout timeout, idle timeout, lifetime
+//! limit and the `SELECT 1` check of clients that sat idle.
 //!
 //! [`query`]: PgClient::query
 //! [`query_one`]: PgClient::query_one
@@ -749,10 +751,14 @@ impl pool::Manage for ConnectOptions {
         client.is_broken()
     }
 
-    fn checkout_timed_out(&self, waited: Duration, max_size: usize) -> Error {
-        Error::Timeout(format!(
-            "no pooled PostgreSQL connection free within {waited:?} ({max_size} in use)"
-        ))
+    /// A `SELECT 1` round trip, for a client that sat idle long enough
+    /// ([`PoolConfig::check_after_idle`](crate::pool::PoolConfig::check_after_idle)).
+    fn check(&self, client: &mut PgClient) -> Result<(), Error> {
+        client.batch_execute("SELECT 1")
+    }
+
+    fn checkout_timed_out(&self, timeout: pool::CheckoutTimeout) -> Error {
+        Error::Timeout(format!("no pooled PostgreSQL connection: {timeout}"))
     }
 }
 

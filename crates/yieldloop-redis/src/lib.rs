@@ -12,10 +12,12 @@
 //! [`redis::Commands`] methods, [`redis::cmd`], pipelines and transactions
 //! ([`redis::pipe`]), scripts.
 //!
-//! [`Pool`] keeps connections for reuse. It is per worker: a scheduler's
-//! tasks never move to another thread, so each thread has pools of its own
-//! (no locks, no cross-thread hand-off), and [`PoolConfig::pool`] hands a
-//! task its thread's pool for a configuration shared by all workers.
+//! [`Pool`] keeps connections for reuse. It is per worker: a connection's
+//! socket is registered with the reactor of the thread that opened it, so
+//! each thread has pools of its own, and [`PoolConfig::pool`] hands a task
+//! its thread's pool for a configuration shared by all workers (the pool is
+//! `yieldloop-pool`'s, which also has the checkout timeout, idle timeout,
+//! lifetime limit and a `PING` check of connections that sat idle).
 //!
 //! [`Multiplexed`] is the other way to share: one connection for all the
 //! tasks of a thread, the commands they issue in the same scheduler turn
@@ -554,12 +556,16 @@ impl pool::Manage for ConnectOptions {
         conn.still_usable(self.read_timeout)
     }
 
-    fn checkout_timed_out(&self, waited: Duration, max_size: usize) -> RedisError {
-        io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("no pooled redis connection free within {waited:?} ({max_size} in use)"),
-        )
-        .into()
+    /// A `PING` round trip, for a connection that sat idle long enough
+    /// ([`PoolConfig::check_after_idle`](crate::pool::PoolConfig::check_after_idle)).
+    fn check(&self, conn: &mut Connection) -> RedisResult<()> {
+        ::redis::cmd("PING").query::<String>(conn).map(drop)
+    }
+
+    /// An I/O error of kind `TimedOut` (so [`RedisError::is_timeout`]),
+    /// carrying the [`CheckoutTimeout`](pool::CheckoutTimeout).
+    fn checkout_timed_out(&self, timeout: pool::CheckoutTimeout) -> RedisError {
+        io::Error::from(timeout).into()
     }
 }
 
