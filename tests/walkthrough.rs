@@ -199,6 +199,48 @@ fn step4_tasks_join_panic_and_pause_deep() {
 
 /// Step 5: every line comes back in both modes; the blocking poll takes a
 /// handful of turns, the peeking poll spins.
+/// Step 4 from scratch: the thread-local `suspend`, joins filed on the
+/// target's joiner list, and a kill that unwinds the paused task (its
+/// cleanup runs) and tells its joiner `None`, in that order.
+#[test]
+fn step4_from_scratch_joins_and_kills_by_unwinding() {
+    let out = example::run("walkthrough_04_from_scratch", &[]);
+    out.assert_success();
+    let lines: Vec<&str> = out.stdout.lines().map(str::trim).collect();
+    let at = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| l.ends_with(needle))
+            .unwrap_or_else(|| panic!("no line ending {needle:?}: {out}"))
+    };
+    let order = [
+        "task 0 joins task 1",
+        "task 1 waits until 30 ms",
+        "task 2 waits until 3600000 ms",
+        "cleanup of the worker runs",
+        "task 1 returns 7",
+        "task 0 joins task 2",
+        "task 3 kills task 2",
+        "cleanup of the stuck task runs",
+        "task 3 returns 1",
+        "main joined: worker Some(7), stuck None, watchdog Some(1)",
+        "task 0 returns 8",
+        "main's value: Some(8)",
+    ];
+    let places: Vec<usize> = order.iter().map(|l| at(l)).collect();
+    assert!(
+        places.windows(2).all(|w| w[0] < w[1]),
+        "out of order: {out}"
+    );
+    // The kill comes after the watchdog's 50 ms sleep, never before.
+    let kill = lines[at("task 3 kills task 2")];
+    assert!(number_after(kill, "") >= 50.0, "{kill}");
+    // The stuck task's hour-long sleep was cut short: the run took well
+    // under a second.
+    let last = lines[at("task 0 returns 8")];
+    assert!(number_after(last, "") < 1000.0, "{last}");
+}
+
 #[test]
 fn step5_readiness_blocking_poll_versus_peeking() {
     let out = example::run(
