@@ -5,7 +5,8 @@
 # sleepers, echo servers, HTTP servers, thread-per-core scaling, the Redis-backed
 # example service, database round trips, a ticker beside database waits,
 # blocking clients under feature `hook`, fan-outs over two workers, the task
-# dump, fairness beside a task that never runs dry), and writes docs/benchmarks.md
+# dump, fairness beside a task that never runs dry, the recovery of Redis
+# clients from a server restart), and writes docs/benchmarks.md
 # and docs/src/img/sleepers.svg from the raw results in bench/results/.
 #
 # Go, the stackful peer, is built from bench/go (standard library only) with
@@ -107,7 +108,14 @@
 #                   alternating runs (skipped, with a note, when the checkout
 #                   does not have it)
 #   FAIR_AB_REPS [9]  alternating pairs per benchmark of that comparison
-#   STAGES ["handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag fairness"]  the stages
+#   RECOVERY_REPS [3]  runs per route of the recovery stage (Redis clients under
+#                   load while redis-server is killed with SIGKILL and restarted
+#                   on the same port; needs redis-server, else the stage is skipped)
+#   RECOVERY_SECS [5]  seconds of load per recovery run
+#   RECOVERY_KILL_AT [1.5]  seconds into the load when the server is killed
+#   RECOVERY_DOWN [1]  seconds the server stays down
+#   RECOVERY_TASKS [50]  tasks sending commands in a recovery run
+#   STAGES ["handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag fairness recovery"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
 #                   echo, syscalls and fairness stages, e.g. "yieldloop floor go";
@@ -180,7 +188,12 @@ FAIR_SECS=${FAIR_SECS:-2}
 FAIR_TIMEOUT=${FAIR_TIMEOUT:-30}
 FAIR_BASE=${FAIR_BASE:-6e8ff4a}
 FAIR_AB_REPS=${FAIR_AB_REPS:-9}
-STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag fairness}
+RECOVERY_REPS=${RECOVERY_REPS:-3}
+RECOVERY_SECS=${RECOVERY_SECS:-5}
+RECOVERY_KILL_AT=${RECOVERY_KILL_AT:-1.5}
+RECOVERY_DOWN=${RECOVERY_DOWN:-1}
+RECOVERY_TASKS=${RECOVERY_TASKS:-50}
+STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag fairness recovery}
 FANOUT_REPS=${FANOUT_REPS:-3}
 FANOUT_VALUES=${FANOUT_VALUES:-100000}
 FANOUT_RECEIVERS=${FANOUT_RECEIVERS:-1000}
@@ -355,7 +368,7 @@ BUILD_S=$(elapsed)
 case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
 case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
 mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
-rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/xmutex.txt "$RES"/fanout.txt "$RES"/diag.txt "$RES"/fairness.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/xmutex.txt "$RES"/fanout.txt "$RES"/diag.txt "$RES"/fairness.txt "$RES"/recovery.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -482,6 +495,11 @@ fi
     echo "pretouch=$PRETOUCH"
     echo "firsttouch_max_mb=$FIRSTTOUCH_MAX_MB"
     echo "firsttouch_settle=$FIRSTTOUCH_SETTLE"
+    echo "recovery_reps=$RECOVERY_REPS"
+    echo "recovery_secs=$RECOVERY_SECS"
+    echo "recovery_kill_at=$RECOVERY_KILL_AT"
+    echo "recovery_down=$RECOVERY_DOWN"
+    echo "recovery_tasks=$RECOVERY_TASKS"
     echo "stages=$STAGES"
     echo "runtimes=$RUNTIMES"
 } >"$RES/meta.txt"
@@ -597,6 +615,10 @@ timeout ${FAIR_TIMEOUT} ${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/fairness
 timeout ${HANDOVER_TIMEOUT} bench/target/{release|fairbase/release}/handover --runtime yieldloop --bench {yield|spawn|pingpong|mutex}
 ${PIN_SERVER:+$PIN_SERVER }bench/target/{release|fairbase/release}/echo_yieldloop --addr 127.0.0.1:PORT &   # driven by loadgen, 64 and 512 connections
 ${PIN_SERVER:+$PIN_SERVER }bench/target/{release|fairbase/release}/http_yieldloop --addr 127.0.0.1:PORT &   # driven by the HTTP load generator, 64 connections
+# recovery: a fresh redis-server per run; ${RECOVERY_KILL_AT} s into the load it is
+# killed (kill -KILL), and ${RECOVERY_DOWN} s later started again on the same port
+redis-server --port PORT --bind 127.0.0.1 --save '' --appendonly no --daemonize no --logfile '' &
+timeout $((${RECOVERY_SECS%.*} + 60)) bench/target/release/redis_recovery --route {pooled|multiplexed|on_tokio} --addr 127.0.0.1:PORT --secs ${RECOVERY_SECS} --tasks ${RECOVERY_TASKS}
 EOF
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
@@ -1621,6 +1643,92 @@ if want fairness; then
         esac
     fi
     rm -f "$RES/cell.err" "$RES/server.err" "$RES/client.err"
+fi
+
+# ---------------------------------------------------------------- recovery
+# Redis clients under load while their server is killed (SIGKILL) and
+# restarted on the same port (bench/src/bin/redis_recovery.rs): per route,
+# the calls that failed and how soon after the restart one succeeded. The
+# server of each run is new, started here as in the service stage; nothing
+# is pinned.
+
+# Whether 127.0.0.1:$1 accepts a connection.
+accepts() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Starts redis-server on port $1, logging to $2 (appended); sets $rpid.
+# Returns 1 if it does not accept within 5 s.
+recovery_redis() {
+    redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no \
+        --daemonize no --logfile '' >>"$2" 2>&1 &
+    rpid=$!
+    for _ in $(seq 1 500); do
+        accepts "$1" && return 0
+        kill -0 "$rpid" 2>/dev/null || return 1
+        sleep 0.01
+    done
+    return 1
+}
+
+# One run of route $1, rep $2; appends a result line (ok=1, with the
+# times of the kill and the restart) or a failure line (ok=0).
+recovery_cell() {
+    local route=$1 rep=$2 what="recovery route=$1 rep=$2" out=$RES/cell.out err=$RES/cell.err
+    local cpid rc line killed restarted reason
+    # A port nothing listens on: the restart must reach this run's server.
+    port=$((port + 1))
+    while accepts "$port"; do port=$((port + 1)); done
+    : >"$RES/redis.log"
+    if ! recovery_redis "$port" "$RES/redis.log"; then
+        kill "$rpid" 2>/dev/null
+        wait "$rpid" 2>/dev/null
+        echo "$what ok=0 reason=redis-server did not start: $(tail -n1 "$RES/redis.log")" >>"$RES/recovery.txt"
+        return 1
+    fi
+    log "recovery $route run $rep/$RECOVERY_REPS (127.0.0.1:$port)"
+    timeout $((${RECOVERY_SECS%.*} + 60)) "$BIN/redis_recovery" --route "$route" --addr "127.0.0.1:$port" \
+        --secs "$RECOVERY_SECS" --tasks "$RECOVERY_TASKS" >"$out" 2>"$err" &
+    cpid=$!
+    sleep "$RECOVERY_KILL_AT"
+    kill -KILL "$rpid" 2>/dev/null
+    wait "$rpid" 2>/dev/null
+    killed=$(date +%s.%N)
+    accepts "$port" && killed=nan
+    sleep "$RECOVERY_DOWN"
+    # The restart's time is its start: how soon the server accepts is part
+    # of what a client waits.
+    restarted=$(date +%s.%N)
+    recovery_redis "$port" "$RES/redis.log" || restarted=nan
+    wait "$cpid"
+    rc=$?
+    kill "$rpid" 2>/dev/null
+    wait "$rpid" 2>/dev/null
+    line=$(grep -m1 '^redis_recovery ' "$out")
+    if [ $rc -eq 0 ] && [ -n "$line" ] && [ "$restarted" != nan ] && [ "$killed" != nan ]; then
+        echo "recovery rep=$rep ok=1 ${line#redis_recovery } killed_unix=$killed restarted_unix=$restarted" >>"$RES/recovery.txt"
+        return 0
+    fi
+    if [ "$killed" = nan ]; then
+        reason="127.0.0.1:$port still accepted connections after the kill"
+    elif [ "$restarted" = nan ]; then
+        reason="redis-server did not restart: $(tail -n1 "$RES/redis.log")"
+    else
+        reason=$(failure_reason "$rc" "$err" "$((${RECOVERY_SECS%.*} + 60))")
+    fi
+    echo "$what ok=0 reason=$reason" >>"$RES/recovery.txt"
+    return 1
+}
+
+if want recovery; then
+    if ! command -v redis-server >/dev/null; then
+        log "recovery: skipped: redis-server not found"
+        echo "recovery ok=0 skipped=1 reason=redis-server not found (apt-get install redis-server)" >>"$RES/recovery.txt"
+    else
+        for rep in $(seq 1 "$RECOVERY_REPS"); do
+            for route in $(in_turn "$rep" pooled multiplexed on_tokio); do
+                recovery_cell "$route" "$rep"
+            done
+        done
+    fi
+    rm -f "$RES/cell.out" "$RES/cell.err"
 fi
 
 # ---------------------------------------------------------------- report

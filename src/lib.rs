@@ -403,6 +403,8 @@ mod book {
     struct Caveats;
     #[doc = include_str!("../docs/src/trace.md")]
     struct Trace;
+    #[doc = include_str!("../docs/src/wakers.md")]
+    struct Wakers;
     #[doc = include_str!("../docs/src/inspecting.md")]
     struct Inspecting;
     #[doc = include_str!("../docs/src/appendix-articles.md")]

@@ -403,3 +403,32 @@ fn subprocess_streams_three_jobs_at_once() {
         "{out}"
     );
 }
+
+/// The waker contract: each flag's future is polled once (Pending, waker
+/// kept), woken by its setter (a task, then a plain thread) through the
+/// waker it kept, and polled once more (Ready), in that order each time.
+#[test]
+fn waker_contract_polls_wakes_and_polls_again() {
+    let out = example::run("waker_contract", &[]);
+    out.assert_success();
+    let steps: Vec<&str> = out
+        .stdout
+        .lines()
+        .map(|l| l.split_once("] ").map_or(l, |(_, rest)| rest).trim())
+        .collect();
+    let round = |who: &str| {
+        vec![
+            "poll 1: not set; waker kept, Pending".to_string(),
+            format!("{who}: flag set, calling wake()"),
+            "wake(): the runtime's waker unparks the task in block_on".to_string(),
+            "poll 2: the flag is set: Ready".to_string(),
+            "block_on returned after 2 polls".to_string(),
+        ]
+    };
+    let mut want = round("setter task");
+    want.extend(round("plain thread"));
+    assert_eq!(steps, want, "{out}");
+    // The setters' lines say who ran them: a task, then the plain thread.
+    assert!(out.stdout.contains("[task 2] setter task"), "{out}");
+    assert!(out.stdout.contains("[plain thread] plain thread"), "{out}");
+}

@@ -802,3 +802,117 @@ fn a_query_left_running_when_run_ends_is_torn_down_cleanly() {
     })
     .unwrap();
 }
+
+/// The server killed (SIGKILL) and restarted on the same port and data directory under load from 10 tasks through a pool of 4: the queries during the outage fail fast, none hangs, every query returns its answer or an error, the pool drops the broken connections and opens new ones, the first queries after the restart succeed within a second, and a row committed before the kill is still there.
+#[test]
+fn the_pool_replaces_its_connections_after_a_server_restart() {
+    let Some(server) = servers::postgres() else {
+        return;
+    };
+    let opts = opts(&server);
+    yieldloop::run(move || {
+        let pool = Pool::new(PoolConfig::new(opts).max_size(4));
+        pool.get()
+            .unwrap()
+            .batch_execute("CREATE TABLE kept (note text); INSERT INTO kept VALUES ('before')")
+            .unwrap();
+        let stop = Rc::new(Cell::new(false));
+        let tasks: Vec<_> = (0..10i32)
+            .map(|i| {
+                let pool = pool.clone();
+                let stop = stop.clone();
+                yieldloop::spawn(move || {
+                    let mut seen = Vec::new();
+                    let mut n = 0;
+                    while !stop.get() {
+                        n += 1;
+                        let asked = i * 100_000 + n;
+                        let start = Instant::now();
+                        let r = pool
+                            .get()
+                            .and_then(|client| client.query_one("SELECT $1::int4", &[&asked]));
+                        let r = r.map(|row| row.get::<_, i32>(0));
+                        let failed = r.is_err();
+                        if let Ok(answer) = &r {
+                            assert_eq!(*answer, asked);
+                        }
+                        seen.push((Instant::now(), start.elapsed(), r));
+                        if failed {
+                            yieldloop::sleep(Duration::from_millis(5));
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        yieldloop::sleep(Duration::from_millis(300));
+        let opened_before = pool.opened();
+        // Kill and restart on the blocking pool: the start-up waits, and
+        // this thread's tasks go on meanwhile.
+        let killer = yieldloop::spawn_blocking(move || {
+            let mut server = server;
+            server.kill();
+            let killed = Instant::now();
+            std::thread::sleep(Duration::from_millis(700));
+            server.restart();
+            (server, killed, Instant::now())
+        });
+        let (server, killed, restarted) = killer.join().unwrap();
+        yieldloop::sleep(Duration::from_millis(1500));
+        stop.set(true);
+
+        let (mut before, mut after, mut failed) = (0, 0, 0);
+        let mut first_ok_after = None::<Instant>;
+        for task in tasks {
+            let seen = yieldloop::timeout(Duration::from_secs(10), || task.join().unwrap())
+                .expect("a load task hung");
+            for (ended, took, r) in seen {
+                assert!(took < Duration::from_secs(1), "a query took {took:?}");
+                match r {
+                    Ok(_) if ended < killed => before += 1,
+                    Ok(_) if ended < restarted => panic!("an answer while the server was down"),
+                    Ok(_) => {
+                        after += 1;
+                        first_ok_after = Some(first_ok_after.map_or(ended, |t| t.min(ended)));
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        assert!(
+                            e.is_connection_lost() || matches!(e, Error::Connect(_)),
+                            "{e}"
+                        );
+                        assert!(
+                            took < Duration::from_millis(500),
+                            "a failing query took {took:?}: {e}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            before > 0 && failed > 0 && after > 0,
+            "{before} ok, {failed} failed, {after} ok"
+        );
+        let first = first_ok_after.unwrap() - restarted;
+        assert!(
+            first < Duration::from_secs(1),
+            "first success {first:?} after the restart"
+        );
+        assert!(pool.discarded() >= 4, "{} discarded", pool.discarded());
+        assert!(pool.opened() > opened_before);
+        let note: String = pool
+            .get()
+            .unwrap()
+            .query_one("SELECT note FROM kept", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(note, "before");
+        eprintln!(
+            "{before} ok before the kill, {failed} failed, {after} ok after the restart; \
+             first success {first:?} after it; {} connections discarded, {} opened",
+            pool.discarded(),
+            pool.opened()
+        );
+        drop(server);
+    });
+}

@@ -336,9 +336,84 @@ impl RedisServer {
         self.proc.kill();
     }
 
+    /// Starts the server again (stopping it first if it still runs) on the
+    /// same port and in the same directory, with `args` as [`redis_with`]
+    /// takes them: the first start's are not kept. Without persistence the
+    /// restarted server starts empty. Its log goes on in the same file.
+    ///
+    /// # Panics
+    ///
+    /// When it does not accept connections within [`START_TIMEOUT`].
+    pub fn restart(&mut self, args: &[&str]) {
+        let bin = find_binary("redis-server").expect("redis-server is no longer installed");
+        let port = self.addr.port().to_string();
+        let dir = self.dir.path().to_path_buf();
+        restart_process(
+            &mut self.proc,
+            self.addr,
+            "redis-server",
+            "Ready to accept connections",
+            |out, err| {
+                Command::new(&bin)
+                    .args(["--port", &port, "--bind", "127.0.0.1"])
+                    .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+                    .args(["--logfile", ""])
+                    .arg("--dir")
+                    .arg(&dir)
+                    .args(args)
+                    .current_dir(&dir)
+                    .stdin(Stdio::null())
+                    .stdout(out)
+                    .stderr(err)
+                    .spawn()
+            },
+        );
+    }
+
     /// The server's temporary directory.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+}
+
+/// Starts a server process again in place of `proc` (stopped first), on
+/// the same address, its output appended to the same log: `spawn` starts
+/// it with the log's two handles. It is up once `addr` accepts and the log
+/// holds one more `ready_line` than before. A start that fails is tried
+/// again for [`START_TIMEOUT`]: a killed server's port, or a killed
+/// PostgreSQL's shared memory still held by its exiting backends, may take
+/// a moment to be free.
+fn restart_process(
+    proc: &mut Process,
+    addr: SocketAddr,
+    name: &str,
+    ready_line: &str,
+    spawn: impl Fn(File, File) -> std::io::Result<Child>,
+) {
+    proc.stop();
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        let before = proc.log_text().matches(ready_line).count();
+        let out = File::options()
+            .create(true)
+            .append(true)
+            .open(&proc.log)
+            .expect("opening the server log");
+        let err = out.try_clone().expect("cloning the log handle");
+        let child = spawn(out, err).unwrap_or_else(|e| panic!("restarting {name}: {e}"));
+        proc.child = Some(child);
+        let why = match wait_ready(proc, addr, name, |log| {
+            log.matches(ready_line).count() > before
+        }) {
+            Ok(()) => return,
+            Err(StartError::PortTaken) => format!("{addr} still taken"),
+            Err(StartError::Failed(why)) => why,
+        };
+        proc.stop();
+        if Instant::now() >= deadline {
+            panic!("{name} did not restart within {START_TIMEOUT:?}: {why}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -624,4 +699,42 @@ impl PgServer {
     pub fn kill(&mut self) {
         self.proc.kill();
     }
+
+    /// Starts the server again (stopping it first if it still runs) on the
+    /// same port, over the same data directory: the tables and the
+    /// password survive, sessions do not. Its log goes on in the same
+    /// file.
+    ///
+    /// # Panics
+    ///
+    /// When it does not accept connections within [`START_TIMEOUT`].
+    pub fn restart(&mut self) {
+        let bin = pg_bin_dir().expect("PostgreSQL is no longer installed");
+        let user = pg_run_as();
+        let port = self.addr.port().to_string();
+        let dir = self.dir.path().to_path_buf();
+        let ready = "database system is ready to accept connections";
+        restart_process(&mut self.proc, self.addr, "postgres", ready, |out, err| {
+            // The same settings as the first start (see `start_postgres`).
+            command_as(user.as_ref(), &bin.join("postgres"))
+                .arg("-D")
+                .arg(dir.join("data"))
+                .args(["-p", &port])
+                .arg("-k")
+                .arg(&dir)
+                .args(["-c", "listen_addresses=127.0.0.1"])
+                .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
+                .args(["-c", "full_page_writes=off"])
+                .args(["-c", "dynamic_shared_memory_type=mmap"])
+                .args(["-c", "logging_collector=off", "-c", "lc_messages=C"])
+                .args(["-c", "authentication_timeout=5s"])
+                .env("LC_ALL", "C")
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err)
+                .spawn()
+        });
+    }
 }
+

@@ -46,9 +46,12 @@
 //! unwinds the task in the middle of the call) leaves unread or half-read
 //! replies behind, so the connection is marked broken: every later call on
 //! it fails at once, [`ConnectionLike::is_open`] says `false`, and the pool
-//! drops it instead of handing it to the next task. Nothing reconnects
-//! behind the caller's back; the next checkout from the pool opens a fresh
-//! connection.
+//! drops it instead of handing it to the next task. A [`Connection`] never
+//! reconnects behind the caller's back; the next checkout from the pool
+//! opens a fresh one. [`Multiplexed`], which all the tasks of a thread
+//! share, replaces its own failed socket in the background, with a
+//! bounded, jittered backoff ([`Reconnect`]); calls made while it is down
+//! fail at once.
 //!
 //! Idle connections are checked at checkout without a round trip: one the
 //! server closed while it sat in the pool (a restart, the server's idle
@@ -106,7 +109,7 @@ use yieldloop::net::TcpStream;
 use yieldloop_pool as pool;
 
 mod multiplexed;
-pub use multiplexed::Multiplexed;
+pub use multiplexed::{Multiplexed, Reconnect};
 /// The `redis` crate this one speaks in (commands, pipelines, values,
 /// errors), re-exported so that its version always matches.
 pub use redis;

@@ -109,6 +109,11 @@ const KNOBS: &[(&str, Option<&str>)] = &[
     ("FAIR_TIMEOUT", Some("fair_timeout")),
     ("FAIR_BASE", Some("fair_base")),
     ("FAIR_AB_REPS", Some("fair_ab_reps")),
+    ("RECOVERY_REPS", Some("recovery_reps")),
+    ("RECOVERY_SECS", Some("recovery_secs")),
+    ("RECOVERY_KILL_AT", Some("recovery_kill_at")),
+    ("RECOVERY_DOWN", Some("recovery_down")),
+    ("RECOVERY_TASKS", Some("recovery_tasks")),
     ("STAGES", Some("stages")),
     ("RUNTIMES", Some("runtimes")),
     // Where the report goes: the page itself.

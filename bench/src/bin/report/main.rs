@@ -3,7 +3,13 @@
 //!
 //! ```text
 //! report --results bench/results --md docs/benchmarks.md --svg docs/src/img/sleepers.svg
+//! report --results bench/results --md docs/benchmarks.md --section recovery
 //! ```
+//!
+//! With `--section recovery` it writes that one section into the page
+//! that is there (replacing its old version, or before `## Commands`),
+//! leaving the rest and the plot as they are: for a run of that stage
+//! alone, which would otherwise mark every other section not run.
 //!
 //! Inputs, all in the results directory, one record per line:
 //!
@@ -54,12 +60,16 @@
 //!   `fairness kind=run runtime=.. flood=.. rep=.. ok=0 reason=..`; and the budget's cost against `FAIR_BASE`,
 //!   records of kinds `cost` and `echo` as in `diag.txt` and `fairness kind=http build=now|base rep=..` with the
 //!   fields of an `http.txt` record and `oncpu_ns=..`, or `fairness kind=cost|http ok=0 skipped=1 reason=..`.
+//! - `recovery.txt`: `recovery rep=.. ok=1 route=pooled|multiplexed|on_tokio tasks=.. calls=.. succeeded=.. failed=..
+//!   first_fail_unix=.. recovered_unix=.. slowest_fail_ms=.. slowest_ok_ms=.. killed_unix=.. restarted_unix=..`
+//!   (the fields of `redis_recovery`, then the times run.sh killed and restarted the server),
+//!   `recovery route=.. rep=.. ok=0 reason=..`, or `recovery ok=0 skipped=1 reason=..`.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
 //!
 //! One module per section of the document (`machine`, `targets`, `peers`
 //! for Go and the stackful floor, `sleepers`, `echo`, `http`, `service`, `scaling`,
-//! `handover`, `lateness`, `db`, `hook`, `fanout`, `diag`, `fairness`, `commands`), `svg` for the plot and `data` for
+//! `handover`, `lateness`, `db`, `hook`, `fanout`, `diag`, `fairness`, `recovery`, `commands`), `svg` for the plot and `data` for
 //! the records and number formats they share; `markdown` puts the sections
 //! in order.
 
@@ -76,6 +86,7 @@ mod http;
 mod lateness;
 mod machine;
 mod peers;
+mod recovery;
 mod scaling;
 mod service;
 mod sleepers;
@@ -93,6 +104,8 @@ struct Args {
     results: PathBuf,
     md: PathBuf,
     svg: PathBuf,
+    /// `--section recovery`: only that section, into the page there.
+    section: Option<String>,
 }
 
 fn args() -> Args {
@@ -100,6 +113,7 @@ fn args() -> Args {
         results: "bench/results".into(),
         md: "docs/benchmarks.md".into(),
         svg: "docs/src/img/sleepers.svg".into(),
+        section: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -108,8 +122,11 @@ fn args() -> Args {
             "--results" => a.results = v.into(),
             "--md" => a.md = v.into(),
             "--svg" => a.svg = v.into(),
+            "--section" if v == "recovery" => a.section = Some(v),
             _ => {
-                eprintln!("usage: report --results DIR --md FILE --svg FILE");
+                eprintln!(
+                    "usage: report --results DIR --md FILE (--svg FILE | --section recovery)"
+                );
                 std::process::exit(2);
             }
         }
@@ -136,6 +153,7 @@ fn main() {
         fanout: read_recs(&a.results.join("fanout.txt")),
         diag: read_recs(&a.results.join("diag.txt")),
         fairness: read_recs(&a.results.join("fairness.txt")),
+        recovery: read_recs(&a.results.join("recovery.txt")),
     };
     sleepers::mark_cold(
         &mut recs.sleepers,
@@ -144,6 +162,19 @@ fn main() {
     );
     let meta = read_meta(&a.results.join("meta.txt"));
     let commands = std::fs::read_to_string(a.results.join("commands.txt")).unwrap_or_default();
+
+    if a.section.is_some() {
+        let m = |k: &str| meta.get(k).cloned().unwrap_or_else(|| "?".into());
+        let mut section = String::new();
+        recovery::section(&mut section, &recs.recovery, &m);
+        let page = std::fs::read_to_string(&a.md).unwrap_or_default();
+        if let Err(e) = std::fs::write(&a.md, recovery::splice(&page, &section)) {
+            eprintln!("report: writing {}: {e}", a.md.display());
+            std::process::exit(1);
+        }
+        eprintln!("report: wrote the recovery section into {}", a.md.display());
+        return;
+    }
 
     let svg_rel = relative_to(&a.svg, a.md.parent().unwrap_or(Path::new(".")));
     if let Err(e) = svg::plot(&recs.sleepers, &a.svg) {
@@ -177,6 +208,7 @@ struct Results {
     pub fanout: Vec<Rec>,
     pub diag: Vec<Rec>,
     pub fairness: Vec<Rec>,
+    pub recovery: Vec<Rec>,
 }
 
 /// `target` relative to `dir` when it lies below it (for the image link).
@@ -240,6 +272,7 @@ fn markdown(
         &|k| m(k).to_string(),
         go_missing.as_deref(),
     );
+    recovery::section(w, &recs.recovery, &|k| m(k).to_string());
     commands::section(w, meta, commands);
     let _ = writeln!(w, "<!-- ANCHOR_END: after-plot -->");
     o
