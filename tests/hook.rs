@@ -10,43 +10,16 @@ use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use yieldloop::{spawn, JoinHandle};
+use util::{ticker, with_ticker};
+use yieldloop::spawn;
+
+mod util;
 
 /// The longest a 1 ms ticker may go without running while other tasks
 /// wait inside intercepted calls: below the waits the tests make (300 ms
 /// and more, which a blocked thread would show as a gap at least that
 /// long), with room for a machine shared with other builds.
 const GAP_LIMIT: Duration = Duration::from_millis(200);
-
-/// A task that sleeps 1 ms at a time, on yieldloop's own timer, and
-/// records its longest gap, until `stop` is set (or 20 s pass).
-fn ticker(stop: Rc<Cell<bool>>) -> JoinHandle<Duration> {
-    spawn(move || {
-        let mut longest = Duration::ZERO;
-        let mut last = Instant::now();
-        let end = last + Duration::from_secs(20);
-        while !stop.get() && Instant::now() < end {
-            yieldloop::sleep(Duration::from_millis(1));
-            let now = Instant::now();
-            longest = longest.max(now - last);
-            last = now;
-        }
-        longest
-    })
-}
-
-/// Runs `f` in a task beside a ticker; returns `f`'s value and the
-/// ticker's longest gap.
-fn with_ticker<T: 'static>(f: impl FnOnce() -> T + 'static) -> (T, Duration) {
-    yieldloop::run(move || {
-        let stop = Rc::new(Cell::new(false));
-        let tick = ticker(stop.clone());
-        yieldloop::sleep(Duration::from_millis(5));
-        let v = f();
-        stop.set(true);
-        (v, tick.join().unwrap())
-    })
-}
 
 /// A connected pair of std sockets on 127.0.0.1 (the hook is not involved
 /// in making them: connect and accept of a loopback pair are immediate).

@@ -8,15 +8,26 @@
 //! the scheduler's own code between resumes, a task being torn down, code
 //! outside [`run`](crate::run)) is the C library's own function, reached
 //! after one thread-local read. So a synchronous library that opens its
-//! own sockets (the `redis` crate's `Client::open`, `ureq`, a C client
-//! library such as libpq or libcurl) is cooperative inside a task without
-//! being changed: while it waits for its server, the other tasks of the
-//! thread run. A synchronous client that drives an async runtime of its
-//! own (the `postgres` crate runs a tokio runtime per client) is not: its
-//! runtime waits in `epoll_wait`, which is not taken over, and could not
-//! be, since tokio marks the whole thread as inside that runtime for the
-//! call, and a second task entering another client would trip its guard.
-//! Run such a client with [`spawn_blocking`](crate::spawn_blocking).
+//! own sockets (the `redis` crate's `Client::open`, `ureq`, the `mysql`
+//! crate, a C client library such as libpq or libcurl) is cooperative
+//! inside a task without being changed: while it waits for its server,
+//! the other tasks of the thread run. So is an event loop run inside a
+//! task, a C library's (libevent's `event_base_dispatch`) or one written
+//! by hand: it waits in `epoll_wait`, which pauses only that task.
+//!
+//! A synchronous client that drives a tokio runtime of its own (the
+//! `postgres` crate runs one per client, and waits in its `block_on`) is
+//! the exception. One such client in one task waits only that task: its
+//! runtime's `epoll_wait` pauses it. But tokio marks the whole *thread* as
+//! inside that runtime for as long as `block_on` waits, so while that task
+//! is paused there, any other task of the thread that enters a tokio
+//! runtime (another client's first call or query) panics ("Cannot start a
+//! runtime from within a runtime"), and if that task's client is then
+//! dropped during the unwind, its drop enters the runtime again and the
+//! process aborts (seen with the `postgres` crate 0.19). Without the hook
+//! the same two tasks would each hold the thread for their whole call.
+//! Run such clients with [`spawn_blocking`](crate::spawn_blocking), or
+//! keep to one task per thread that uses them.
 //!
 //! # What is intercepted
 //!
@@ -27,6 +38,7 @@
 //! | `connect` | on a blocking socket: started non-blocking (the mode is switched for that one system call and put back at once), the task waits until the socket is writable, and the call returns the kernel's outcome from `SO_ERROR` (`ECONNREFUSED`, `ETIMEDOUT`, …); to a Unix listener whose backlog is full, the task waits until it makes room |
 //! | `accept`, `accept4` | on a blocking listener: the task waits until a connection is pending, then the plain call takes it |
 //! | `poll`, `ppoll`, `select` | a zero-timeout poll first; if nothing is ready the task waits until one of the descriptors may be, or the timeout passes, and the answer is that of a real zero-timeout poll (the `revents` and sets are the kernel's); `select` leaves the time not slept in its timeout, as Linux's does; a `ppoll` with a signal mask is the plain call (the mask is applied atomically with the kernel's wait, which a pause cannot do) |
+//! | `epoll_wait`, `epoll_pwait`, `epoll_pwait2` | with a timeout that is not zero: a zero-timeout wait first; if nothing is ready the task waits until the epoll descriptor is readable (it is while it has events) or the timeout passes, and the answer is that of a real zero-timeout wait (the events and error numbers are the kernel's, 0 at the timeout); cut short by a cancellation or a timeout scope, the wait fails with `EINTR`, never `ECANCELED` or `ETIMEDOUT` (see [the timeouts](self#timeouts-cancellation-and-teardown)); with a signal mask other than the thread's, the plain call (the mask is installed atomically with the kernel's wait) |
 //! | `nanosleep`, `clock_nanosleep`, `usleep`, `sleep` | the task sleeps on the timer heap |
 //! | `getaddrinfo` | runs on the [blocking pool](crate::spawn_blocking) while the task waits |
 //! | `close` | drops what the hook kept about the descriptor (from any thread), then closes it; a task of the same thread waiting on it meanwhile gets `EBADF` |
@@ -97,9 +109,9 @@
 //!
 //! Not safe in a handler that interrupts a task: any of these calls on a
 //! descriptor left **blocking** (it may pause the task inside the handler),
-//! the sleeps (they pause the task), `poll`, `ppoll` and `select` with a
-//! timeout, `connect`, `accept`, and `getaddrinfo` (not async-signal-safe
-//! in the C library either). A self-pipe must be non-blocking anyway.
+//! the sleeps (they pause the task), `poll`, `ppoll`, `select` and the
+//! epoll waits with a timeout, `connect`, `accept`, and `getaddrinfo` (not
+//! async-signal-safe in the C library either). A self-pipe must be non-blocking anyway.
 //!
 //! `fork` is intercepted too: the C library's, and in the child (one
 //! thread, with a copy of the schedulers' memory and the parent's
@@ -150,6 +162,16 @@
 //!   in a cancelled task, or after its timeout scope has passed, sleeps its
 //!   whole time: a loop that retries a failing call and sleeps between
 //!   tries (a reconnect loop) then neither spins nor holds the thread;
+//! - the epoll waits follow the sleeps' rule, since an event loop takes any
+//!   error of its wait but `EINTR` as fatal (tokio panics, and its runtime,
+//!   dropped during that unwind, aborts the process; libuv and libev abort
+//!   at once): a wait cut short either way fails with `EINTR`, as one cut
+//!   short by a signal does, and a wait that *starts* in a cancelled task,
+//!   or after its timeout scope has passed, is not cut short: it returns
+//!   its events, or 0 at its own timeout. The loop runs on until it
+//!   returns of its own accord (one that never does keeps a cancelled task
+//!   alive), and the scope's `timeout` returns `Elapsed` when its closure
+//!   returns;
 //! - writes to standard output and standard error (descriptors 1 and 2)
 //!   are always the plain calls, from a task too, whatever they are (a
 //!   terminal, a file, a pipe, a socket): std holds the `RefCell` of its
@@ -217,7 +239,7 @@
 //! Calls that do not go through these names: raw `syscall()`, a C library
 //! linked statically (musl), system calls the C library makes
 //! internally; waits on futexes (`std::sync::Mutex`, `Condvar`, channels
-//! of the standard library), `epoll_wait` of another event loop, file I/O.
+//! of the standard library), file I/O.
 //! They block the thread, as without the feature. A `std::sync::Mutex` or
 //! a `RefCell` held across an intercepted call is held while the task is
 //! paused: another task of the same thread that takes it blocks the whole
@@ -234,7 +256,10 @@
 //! is checked against the file's inode before each wait, and a socket
 //! taken for one that is not gets the plain call, but a number that was a
 //! file and is now a socket gets the plain, blocking call until the hook
-//! sees it closed. Signals do not cut a task's sleep short (`EINTR` never comes
+//! sees it closed. All epoll descriptors share one inode (as do eventfds
+//! and timerfds), so an epoll descriptor closed unseen whose number goes
+//! to another epoll instance is taken for the first: a wait on it from a
+//! task sees none of its events and lasts its whole timeout. Signals do not cut a task's sleep short (`EINTR` never comes
 //! from one, and the remaining-time argument is never written): the
 //! scheduler's thread receives them, the task sleeps its full time. The
 //! book's chapter 12 says more, and what the slow-task monitor reports
@@ -250,6 +275,8 @@ compile_error!(
 // Elsewhere only the error above is reported, not the consequences.
 #[cfg(target_os = "linux")]
 mod calls;
+#[cfg(target_os = "linux")]
+mod epoll;
 #[cfg(target_os = "linux")]
 mod fds;
 #[cfg(target_os = "linux")]

@@ -131,6 +131,42 @@ pub(super) fn sleep_regardless(at: Instant) {
     });
 }
 
+/// Pauses the running task until `fd` may be readable or `deadline`
+/// passes, from inside an intercepted call, whatever else happens
+/// meanwhile: neither a cancellation (which only wakes the task early, to
+/// pause again) nor a timeout scope cuts it short. The wait of an event
+/// loop (`epoll_wait`) in a task whose calls would otherwise fail at once:
+/// see `epoll`. [`Woke::Failed`] only when the descriptor left the
+/// reactor (it was closed meanwhile).
+pub(super) fn wait_fd_regardless(fd: c_int, deadline: Option<Instant>) -> Woke {
+    let Ok(io) = fds::registration(fd) else {
+        // Not watchable: look again shortly, as `retry_soon` does.
+        let soon = crate::timer::now() + Duration::from_millis(1);
+        sleep_regardless(deadline.map_or(soon, |d| d.min(soon)));
+        // A deadline `<= now` is due.
+        return match deadline {
+            Some(d) if crate::timer::now() >= d => Woke::TimedOut,
+            _ => Woke::Ready,
+        };
+    };
+    task::with_running(|cx| {
+        let Some(cx) = cx else {
+            return Woke::Failed(libc::EPERM);
+        };
+        loop {
+            // The raw pause: no timeout scope narrows its deadline.
+            match cx.pause_foreign(Op::ReadReady(io, deadline)) {
+                Resume::Ready => return Woke::Ready,
+                Resume::TimedOut => return Woke::TimedOut,
+                Resume::Err(e) => return Woke::Failed(e.raw_os_error().unwrap_or(libc::EBADF)),
+                Resume::Accepted(..) => return Woke::Failed(libc::EIO),
+                // Woken by the cancellation (or a teardown): wait on.
+                Resume::Cancelled => {}
+            }
+        }
+    })
+}
+
 /// How a pause from inside an intercepted call ended.
 #[derive(Debug)]
 pub(super) enum Woke {

@@ -15,8 +15,8 @@ use std::mem;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use libc::{
-    addrinfo, c_char, c_int, c_uint, c_void, clockid_t, fd_set, iovec, msghdr, nfds_t, pollfd,
-    sigset_t, size_t, sockaddr, socklen_t, ssize_t, timespec, timeval, useconds_t,
+    addrinfo, c_char, c_int, c_uint, c_void, clockid_t, epoll_event, fd_set, iovec, msghdr, nfds_t,
+    pollfd, sigset_t, size_t, sockaddr, socklen_t, ssize_t, timespec, timeval, useconds_t,
 };
 
 /// One C library function: its name and, once looked up, its address.
@@ -49,9 +49,7 @@ impl Real {
     #[cold]
     #[inline(never)]
     fn look_up(&self) -> usize {
-        // SAFETY: `name` is a NUL-terminated string; RTLD_NEXT asks for the
-        // next definition after the object this code is in.
-        let a = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) } as usize;
+        let a = self.dlsym();
         if a == 0 {
             // Nothing to fall back to: without the C library's definition
             // the call cannot be made at all (a static executable, or a C
@@ -65,7 +63,37 @@ impl Real {
         self.addr.store(a, Ordering::Relaxed);
         a
     }
+
+    /// The address of a function that older C libraries lack, or `None`
+    /// there: looked up on first use, and a miss is kept as [`MISSING`].
+    /// (Never mixed with [`Real::addr`] on one `Real`.)
+    #[inline]
+    fn find(&self) -> Option<usize> {
+        let a = match self.addr.load(Ordering::Relaxed) {
+            0 => {
+                let a = match self.dlsym() {
+                    0 => MISSING,
+                    a => a,
+                };
+                self.addr.store(a, Ordering::Relaxed);
+                a
+            }
+            a => a,
+        };
+        (a != MISSING).then_some(a)
+    }
+
+    /// The next definition of the name after this program's, or 0.
+    fn dlsym(&self) -> usize {
+        // SAFETY: `name` is a NUL-terminated string; RTLD_NEXT asks for the
+        // next definition after the object this code is in.
+        unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) as usize }
+    }
 }
+
+/// What [`Real::find`] keeps for a function the C library does not have:
+/// never the address of a function.
+const MISSING: usize = usize::MAX;
 
 static READ: Real = Real::new(c"read");
 static READV: Real = Real::new(c"readv");
@@ -84,6 +112,9 @@ static CLOSE: Real = Real::new(c"close");
 static POLL: Real = Real::new(c"poll");
 static PPOLL: Real = Real::new(c"ppoll");
 static SELECT: Real = Real::new(c"select");
+static EPOLL_WAIT: Real = Real::new(c"epoll_wait");
+static EPOLL_PWAIT: Real = Real::new(c"epoll_pwait");
+static EPOLL_PWAIT2: Real = Real::new(c"epoll_pwait2");
 static NANOSLEEP: Real = Real::new(c"nanosleep");
 static CLOCK_NANOSLEEP: Real = Real::new(c"clock_nanosleep");
 static USLEEP: Real = Real::new(c"usleep");
@@ -379,6 +410,88 @@ pub(super) unsafe fn select(
     ) -> c_int = unsafe { mem::transmute(SELECT.addr()) };
     // SAFETY: the caller's contract is the function's.
     unsafe { f(n, r, w, e, timeout) }
+}
+
+/// `epoll_wait(2)`, the C library's.
+///
+/// # Safety
+///
+/// As for `epoll_wait(2)`: `events` valid for `max` entries.
+#[inline(always)]
+pub(super) unsafe fn epoll_wait(
+    epfd: c_int,
+    events: *mut epoll_event,
+    max: c_int,
+    timeout: c_int,
+) -> c_int {
+    // SAFETY: see the comment above these functions.
+    let f: unsafe extern "C" fn(c_int, *mut epoll_event, c_int, c_int) -> c_int =
+        unsafe { mem::transmute(EPOLL_WAIT.addr()) };
+    // SAFETY: the caller's contract is the function's.
+    unsafe { f(epfd, events, max, timeout) }
+}
+
+/// `epoll_pwait(2)`, the C library's.
+///
+/// # Safety
+///
+/// As for `epoll_pwait(2)`.
+#[inline(always)]
+pub(super) unsafe fn epoll_pwait(
+    epfd: c_int,
+    events: *mut epoll_event,
+    max: c_int,
+    timeout: c_int,
+    mask: *const sigset_t,
+) -> c_int {
+    // SAFETY: see the comment above these functions.
+    let f: unsafe extern "C" fn(c_int, *mut epoll_event, c_int, c_int, *const sigset_t) -> c_int =
+        unsafe { mem::transmute(EPOLL_PWAIT.addr()) };
+    // SAFETY: the caller's contract is the function's.
+    unsafe { f(epfd, events, max, timeout, mask) }
+}
+
+/// `epoll_pwait2(2)`, the C library's (GNU C library 2.35 and later), or
+/// the system call where the C library has no such function (`ENOSYS`
+/// before Linux 5.11, as the C library's own would answer).
+///
+/// # Safety
+///
+/// As for `epoll_pwait2(2)`.
+#[inline(always)]
+pub(super) unsafe fn epoll_pwait2(
+    epfd: c_int,
+    events: *mut epoll_event,
+    max: c_int,
+    timeout: *const timespec,
+    mask: *const sigset_t,
+) -> c_int {
+    let Some(addr) = EPOLL_PWAIT2.find() else {
+        // SAFETY: the caller's contract is the system call's; the mask's
+        // size is the kernel's signal set (64 signals), as the C library
+        // passes it.
+        return unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                epfd,
+                events,
+                max,
+                timeout,
+                mask,
+                8usize,
+            )
+        } as c_int;
+    };
+    // SAFETY: see the comment above these functions.
+    let f: unsafe extern "C" fn(
+        c_int,
+        *mut epoll_event,
+        c_int,
+        *const timespec,
+        *const sigset_t,
+    ) -> c_int = unsafe { mem::transmute(addr) };
+    // SAFETY: the caller's contract is the function's.
+    unsafe { f(epfd, events, max, timeout, mask) }
 }
 
 /// `nanosleep(2)`, the C library's.

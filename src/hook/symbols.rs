@@ -15,14 +15,14 @@ use std::ffi::CStr;
 use std::time::Duration;
 
 use libc::{
-    addrinfo, c_char, c_int, c_uint, c_void, clockid_t, fd_set, iovec, msghdr, nfds_t, pollfd,
-    sigset_t, size_t, sockaddr, socklen_t, ssize_t, timespec, timeval, useconds_t,
+    addrinfo, c_char, c_int, c_uint, c_void, clockid_t, epoll_event, fd_set, iovec, msghdr, nfds_t,
+    pollfd, sigset_t, size_t, sockaddr, socklen_t, ssize_t, timespec, timeval, useconds_t,
 };
 
 use super::calls::{self, CallDeadline};
 use super::fds::{self, Kind};
 use super::pause::{fail, guard, in_task};
-use super::{lookup, real};
+use super::{epoll, lookup, real};
 
 /// `read(2)`; see the [module docs](super).
 ///
@@ -702,6 +702,100 @@ fn timespec_duration(ts: &timespec) -> Option<Duration> {
         return None;
     }
     Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+/// `epoll_wait(2)`; see the [module docs](super): from a task, with a
+/// timeout that is not zero, only the task waits.
+///
+/// # Safety
+///
+/// As for `epoll_wait(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn epoll_wait(
+    epfd: c_int,
+    events: *mut epoll_event,
+    max: c_int,
+    timeout: c_int,
+) -> c_int {
+    if !in_task() || timeout == 0 {
+        // SAFETY: the caller's contract, passed on.
+        return unsafe { real::epoll_wait(epfd, events, max, timeout) };
+    }
+    // Any negative timeout is none.
+    let t = (timeout > 0).then(|| Duration::from_millis(timeout as u64));
+    // SAFETY: the caller's contract, passed on.
+    guard(-1, || unsafe { epoll::wait(epfd, events, max, t) })
+}
+
+/// `epoll_pwait(2)`; see the [module docs](super). A call with a signal
+/// mask other than the thread's is the plain one: the mask is installed
+/// atomically with the wait, which a pause cannot do.
+///
+/// # Safety
+///
+/// As for `epoll_pwait(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn epoll_pwait(
+    epfd: c_int,
+    events: *mut epoll_event,
+    max: c_int,
+    timeout: c_int,
+    mask: *const sigset_t,
+) -> c_int {
+    if !in_task() || timeout == 0 {
+        // SAFETY: the caller's contract, passed on.
+        return unsafe { real::epoll_pwait(epfd, events, max, timeout, mask) };
+    }
+    let t = (timeout > 0).then(|| Duration::from_millis(timeout as u64));
+    guard(-1, || {
+        // SAFETY: a non-null mask is the caller's valid `sigset_t`.
+        if !mask.is_null() && !unsafe { epoll::mask_is_current(mask) } {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { real::epoll_pwait(epfd, events, max, timeout, mask) };
+        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { epoll::wait(epfd, events, max, t) }
+    })
+}
+
+/// `epoll_pwait2(2)`; see the [module docs](super). As `epoll_pwait`,
+/// with the timeout a `timespec` (null: none).
+///
+/// # Safety
+///
+/// As for `epoll_pwait2(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn epoll_pwait2(
+    epfd: c_int,
+    events: *mut epoll_event,
+    max: c_int,
+    timeout: *const timespec,
+    mask: *const sigset_t,
+) -> c_int {
+    if !in_task() {
+        // SAFETY: the caller's contract, passed on.
+        return unsafe { real::epoll_pwait2(epfd, events, max, timeout, mask) };
+    }
+    // SAFETY: a non-null timeout is the caller's valid `timespec`.
+    let t = match unsafe { timeout.as_ref() }.map(timespec_duration) {
+        None => None,
+        Some(Some(d)) if !d.is_zero() => Some(d),
+        // A zero timeout, and an invalid one (`EINVAL`), are the plain
+        // call's.
+        Some(_) => {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { real::epoll_pwait2(epfd, events, max, timeout, mask) };
+        }
+    };
+    guard(-1, || {
+        // SAFETY: a non-null mask is the caller's valid `sigset_t`.
+        if !mask.is_null() && !unsafe { epoll::mask_is_current(mask) } {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { real::epoll_pwait2(epfd, events, max, timeout, mask) };
+        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { epoll::wait(epfd, events, max, t) }
+    })
 }
 
 /// `nanosleep(2)`; see the [module docs](super): from a task, only the

@@ -657,6 +657,44 @@ pub fn in_child_process(name: &str, body: impl FnOnce()) {
 // ---------------------------------------------------------------------------
 
 // ---------------------------------------------------------------------------
+// A ticker: a task beside blocking-style calls that shows whether they
+// held the thread.
+// ---------------------------------------------------------------------------
+
+/// A task that sleeps 1 ms at a time, on yieldloop's own timer, and
+/// returns its longest gap between ticks once `stop` is set (or 20 s
+/// pass). A call that held the thread shows as a gap at least as long.
+pub fn ticker(
+    stop: std::rc::Rc<std::cell::Cell<bool>>,
+) -> yieldloop::JoinHandle<std::time::Duration> {
+    yieldloop::spawn(move || {
+        let mut longest = std::time::Duration::ZERO;
+        let mut last = std::time::Instant::now();
+        let end = last + std::time::Duration::from_secs(20);
+        while !stop.get() && std::time::Instant::now() < end {
+            yieldloop::sleep(std::time::Duration::from_millis(1));
+            let now = std::time::Instant::now();
+            longest = longest.max(now - last);
+            last = now;
+        }
+        longest
+    })
+}
+
+/// Runs `f` in a task beside a [`ticker`] (started 5 ms before `f`);
+/// returns `f`'s value and the ticker's longest gap.
+pub fn with_ticker<T: 'static>(f: impl FnOnce() -> T + 'static) -> (T, std::time::Duration) {
+    yieldloop::run(move || {
+        let stop = std::rc::Rc::new(std::cell::Cell::new(false));
+        let tick = ticker(stop.clone());
+        yieldloop::sleep(std::time::Duration::from_millis(5));
+        let v = f();
+        stop.set(true);
+        (v, tick.join().unwrap())
+    })
+}
+
+// ---------------------------------------------------------------------------
 // A time limit for tests that could hang: the body runs on a thread of its
 // own, so a deadlock fails the test instead of stalling the suite.
 // ---------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-//! Real database servers for tests: `redis-server` and PostgreSQL from the
-//! OS packages, each started on a free 127.0.0.1 port in a fresh temporary
-//! directory and stopped by its pid when the handle is dropped.
+//! Real database servers for tests: `redis-server`, PostgreSQL and MariaDB
+//! from the OS packages, each started on a free 127.0.0.1 port in a fresh
+//! temporary directory and stopped by its pid when the handle is dropped.
 //!
-//! Where a server's binaries are missing, [`redis`] and [`postgres`] return
-//! `None` after printing a line naming the package to install, so a plain
+//! Where a server's binaries are missing, [`redis`], [`postgres`] and
+//! [`mariadb`] return `None` after printing a line naming the package to
+//! install, so a plain
 //! `cargo test` passes on a machine without them. With the environment
 //! variable `YIELDLOOP_REQUIRE_SERVERS=1` (CI sets it after installing the
 //! packages) a missing binary fails the test instead of skipping it.
@@ -46,7 +47,7 @@ fn skip(what: &str, package: &str) {
 }
 
 // ---------------------------------------------------------------------------
-// Temporary directory and the child process, shared by both servers.
+// Temporary directory and the child process, shared by all the servers.
 // ---------------------------------------------------------------------------
 
 /// A fresh directory under the system's temp dir, removed on drop.
@@ -738,3 +739,155 @@ impl PgServer {
     }
 }
 
+// ---------------------------------------------------------------------------
+// MariaDB
+// ---------------------------------------------------------------------------
+
+/// A MariaDB server of the test's own: a data directory made with
+/// `mariadb-install-db` in a temporary directory, then `mariadbd` on a
+/// free port of 127.0.0.1, its Unix socket in the same directory. It runs
+/// with `--skip-grant-tables`: any user name logs in, without a password
+/// (the quickest start that works as root in a container, where the
+/// server runs as root too, with `--user=root`). Stopped (SIGTERM, then
+/// SIGKILL) when dropped.
+#[derive(Debug)]
+pub struct MariaDbServer {
+    proc: Process,
+    addr: SocketAddr,
+    dir: ScratchDir,
+}
+
+/// Starts a MariaDB server, or returns `None` (after saying so) when it
+/// is not installed.
+pub fn mariadb() -> Option<MariaDbServer> {
+    let server = find_binary("mariadbd").or_else(|| find_binary("mysqld"));
+    let install = find_binary("mariadb-install-db").or_else(|| find_binary("mysql_install_db"));
+    let (Some(server), Some(install)) = (server, install) else {
+        skip(
+            "MariaDB (mariadbd and mariadb-install-db)",
+            "mariadb-server",
+        );
+        return None;
+    };
+    // The server refuses to run as root unless told to.
+    let root = command_output("id", &["-u"]).as_deref() == Some("0");
+    let dir = ScratchDir::new("mariadb");
+    let data = dir.path().join("data");
+    // Temporary tables go to the server's own directory: two servers
+    // made at once in the shared /tmp collide there.
+    let tmp = dir.path().join("tmp");
+    fs::create_dir(&tmp).expect("creating the mariadb tmpdir");
+
+    // The system tables, without the test database.
+    let out = Command::new(&install)
+        .arg("--no-defaults")
+        .arg(format!("--datadir={}", data.display()))
+        .arg(format!("--tmpdir={}", tmp.display()))
+        .args(["--skip-test-db", "--skip-name-resolve"])
+        .args(root.then_some("--user=root"))
+        .env("LC_ALL", "C")
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", install.display()));
+    let _ = fs::write(
+        dir.path().join("install.log"),
+        [&out.stdout[..], &out.stderr[..]].concat(),
+    );
+    if !out.status.success() {
+        panic!(
+            "{} failed ({})\n--- stdout:\n{}--- stderr:\n{}",
+            install.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let log = dir.path().join("mariadb.log");
+    let mut last = String::new();
+    for _ in 0..PORT_ATTEMPTS {
+        let port = free_port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        // The server appends to its error log: start each attempt afresh.
+        let out = File::create(&log).expect("creating the mariadb log");
+        let err = out.try_clone().expect("cloning the log handle");
+        let child = Command::new(&server)
+            .arg("--no-defaults")
+            .args(root.then_some("--user=root"))
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
+            .arg(format!(
+                "--socket={}",
+                dir.path().join("mysql.sock").display()
+            ))
+            .arg(format!(
+                "--pid-file={}",
+                dir.path().join("mariadb.pid").display()
+            ))
+            .arg(format!("--port={port}"))
+            .args(["--bind-address=127.0.0.1", "--skip-name-resolve"])
+            .args(["--skip-grant-tables", "--skip-performance-schema"])
+            .args([
+                "--innodb-buffer-pool-size=16M",
+                "--innodb-flush-log-at-trx-commit=0",
+            ])
+            .env("LC_ALL", "C")
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", server.display()));
+        let mut proc = Process {
+            child: Some(child),
+            stop_signals: &["TERM"],
+            log: log.clone(),
+        };
+        let ready = |log: &str| log.contains("ready for connections");
+        match wait_ready(&mut proc, addr, "mariadbd", ready) {
+            Ok(()) => return Some(MariaDbServer { proc, addr, dir }),
+            Err(StartError::PortTaken) => last = proc.log_text(),
+            Err(StartError::Failed(why)) => panic!("{why}"),
+        }
+    }
+    panic!("mariadbd found no free port in {PORT_ATTEMPTS} attempts\n--- last log:\n{last}");
+}
+
+impl MariaDbServer {
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `mysql://root@127.0.0.1:PORT/mysql`, for clients that take a URL
+    /// (any user name would do: the server checks none).
+    pub fn url(&self) -> String {
+        format!("mysql://root@{}/mysql", self.addr)
+    }
+
+    /// The server's Unix socket.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("mysql.sock")
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+
+    /// What the server has logged so far.
+    pub fn log(&self) -> String {
+        self.proc.log_text()
+    }
+
+    /// Stops the server now (SIGTERM, then SIGKILL), as dropping it would.
+    pub fn stop(&mut self) {
+        self.proc.stop();
+    }
+
+    /// Kills the server with SIGKILL, for tests of a server that vanishes.
+    pub fn kill(&mut self) {
+        self.proc.kill();
+    }
+}
