@@ -678,3 +678,20 @@ fn a_tokio_runtime_in_a_task_outlives_a_timeout_or_a_cancellation() {
         assert!(done.get());
     });
 }
+
+/// `run` returning while a task waits in an epoll loop that never ends:
+/// the run ends, the task is left as it is (a message says so).
+#[test]
+fn the_end_of_run_with_a_task_in_an_endless_loop() {
+    let t = Instant::now();
+    yieldloop::run(|| {
+        spawn(|| {
+            let ep = Epoll::new();
+            loop {
+                let _ = ep.wait(-1);
+            }
+        });
+        yieldloop::sleep(Duration::from_millis(50));
+    });
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
