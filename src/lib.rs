@@ -415,4 +415,6 @@ mod book {
     struct Ch12OtherLibraries;
     #[doc = include_str!("../docs/src/ch13-fairness.md")]
     struct Ch13Fairness;
+    #[doc = include_str!("../docs/src/ch14-crawler.md")]
+    struct Ch14Crawler;
 }
