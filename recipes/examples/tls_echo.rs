@@ -20,22 +20,21 @@
 //!   (default 300; 0 = never);
 //! - `--quiet`: no per-connection log lines.
 //!
-//! `rustls::StreamOwned` does the work: each `read` and `write` drives the
-//! TLS session, and the socket reads and writes inside it pause only the
-//! connection's task. A client that sends something other than TLS fails its
-//! handshake and loses its own connection; the others go on.
+//! yieldloop-rustls does the work: its `TlsAcceptor` runs each handshake
+//! (within the idle timeout), and the `TlsStream` it hands back drives the
+//! TLS session in each `read` and `write`, whose socket reads and writes
+//! pause only the connection's task. A client that sends something other
+//! than TLS fails its handshake and loses its own connection; the others go
+//! on.
 
 use std::io::{self, Read, Write};
-use std::net::Shutdown;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use rustls::{ServerConfig, ServerConnection, StreamOwned};
 use yieldloop::net::{TcpListener, TcpStream};
+use yieldloop_rustls::rustls::pki_types::PrivatePkcs8KeyDer;
+use yieldloop_rustls::{TlsAcceptor, DEFAULT_HANDSHAKE_TIMEOUT};
 
 /// Command-line settings.
 #[derive(Debug)]
@@ -100,7 +99,7 @@ fn parse_args() -> Result<Config, String> {
 
 /// Builds the TLS configuration, binds, and accepts until killed.
 fn serve(config: &Config) -> io::Result<()> {
-    let tls = Arc::new(tls_config(config)?);
+    let tls = tls_acceptor(config)?;
     let listener = TcpListener::bind(config.addr.as_str())?;
     eprintln!("tls_echo: listening on {}", listener.local_addr()?);
     let quiet = config.quiet;
@@ -137,22 +136,14 @@ fn serve(config: &Config) -> io::Result<()> {
 }
 
 /// The server's certificate and key: from `--cert`/`--key`, or made now.
-fn tls_config(config: &Config) -> io::Result<ServerConfig> {
+/// Handshakes get the idle timeout (or the default deadline without one).
+fn tls_acceptor(config: &Config) -> io::Result<TlsAcceptor> {
     // The certificate chain, its PEM text (for --write-cert), the key.
     let (chain, pem, key) = match (&config.cert, &config.key) {
         (Some(cert), Some(key)) => {
-            let chain = CertificateDer::pem_file_iter(cert)
-                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| pem_error(cert, e))?;
-            if chain.is_empty() {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("{}: no certificate in it", cert.display()),
-                ));
-            }
+            let chain = yieldloop_rustls::load_certs(cert)?;
             let pem = std::fs::read_to_string(cert)?;
-            let key = PrivateKeyDer::from_pem_file(key).map_err(|e| pem_error(key, e))?;
-            (chain, pem, key)
+            (chain, pem, yieldloop_rustls::load_key(key)?)
         }
         _ => {
             let made = rcgen::generate_simple_self_signed(vec![
@@ -168,32 +159,20 @@ fn tls_config(config: &Config) -> io::Result<ServerConfig> {
     if let Some(path) = &config.write_cert {
         std::fs::write(path, pem)?;
     }
-    // ring as the crypto provider: aws-lc (rustls's default) needs cmake.
-    ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
-}
-
-fn pem_error(path: &std::path::Path, e: rustls::pki_types::pem::Error) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!("{}: {e}", path.display()),
-    )
+    let deadline = config.idle.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT);
+    Ok(TlsAcceptor::from_single_cert(chain, key)?.handshake_timeout(Some(deadline)))
 }
 
 /// The read buffer: one TLS record's worth of plaintext.
 const BUF_SIZE: usize = 16 * 1024;
 
-/// Runs one TLS session: the handshake happens inside the first `read`,
-/// then every decrypted byte is encrypted and sent back. Returns the bytes
-/// echoed.
-fn echo(stream: TcpStream, tls: Arc<ServerConfig>, idle: Option<Duration>) -> io::Result<u64> {
+/// Runs one TLS session: the handshake, then every decrypted byte is
+/// encrypted and sent back. Returns the bytes echoed.
+fn echo(stream: TcpStream, acceptor: TlsAcceptor, idle: Option<Duration>) -> io::Result<u64> {
     stream.set_nodelay(true)?;
     stream.set_read_timeout(idle)?;
     stream.set_write_timeout(idle)?;
-    let session = ServerConnection::new(tls).map_err(io::Error::other)?;
-    let mut tls = StreamOwned::new(session, stream);
+    let mut tls = acceptor.accept(stream)?;
     let mut buf = vec![0u8; BUF_SIZE];
     let mut total = 0u64;
     loop {
@@ -211,8 +190,6 @@ fn echo(stream: TcpStream, tls: Arc<ServerConfig>, idle: Option<Duration>) -> io
         total += n as u64;
     }
     // Say goodbye in TLS, then in TCP.
-    tls.conn.send_close_notify();
-    let _ = tls.flush();
-    let _ = tls.sock.shutdown(Shutdown::Write);
+    let _ = tls.shutdown();
     Ok(total)
 }

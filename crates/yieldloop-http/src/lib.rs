@@ -148,10 +148,14 @@ mod head;
 mod message;
 mod server;
 pub mod with_hyper;
+#[cfg(feature = "ws")]
+pub mod ws;
 
 pub use http_body_util;
 pub use hyper;
 pub use hyper_util;
+#[cfg(feature = "tls")]
+pub use yieldloop_rustls;
 
 pub use conn::serve_connection;
 pub use message::{Body, Request, Response};

@@ -21,6 +21,11 @@
 //!
 //! - [`serve`]: accept on a yieldloop listener and serve each connection
 //!   with hyper's HTTP/1.1 server (keep-alive on), until cancelled.
+//! - [`serve_auto`]: HTTP/2 with prior knowledge (h2c) and HTTP/1.1 on one
+//!   listener, told apart by the connection's first bytes (hyper-util's
+//!   `auto` server); each HTTP/2 stream a task of its own.
+//! - `serve_tls` (feature `tls`): over TLS with yieldloop-rustls, HTTP/2
+//!   or HTTP/1.1 as ALPN (`h2`, `http/1.1`) agrees.
 //! - [`Server`]: the same on several worker threads, each with its own
 //!   `SO_REUSEPORT` listener and scheduler ([`yieldloop::Runtime`]).
 //! - [`serve_connection`]: one connection, blocking-style.
@@ -29,7 +34,22 @@
 //!
 //! - [`get`] and [`request`]: one request on a fresh connection, from a
 //!   task, the body collected.
-//! - [`Client`]: one kept-alive connection for several requests.
+//! - [`Client`]: one kept-alive HTTP/1.1 connection for several requests.
+//! - [`Http2Client`]: one HTTP/2 connection shared by many tasks, each
+//!   request a stream; h2c with prior knowledge, or (feature `tls`) HTTP/2
+//!   agreed by ALPN.
+//!
+//! # Stacks
+//!
+//! HTTP/2 connections, their streams and TLS connections run on tasks
+//! with [`HYPER_TASK_STACK_SIZE`] (256 KiB): their futures overflow the
+//! default 64 KiB in a debug build. A task that calls [`Http2Client`]'s
+//! methods polls only the request's future on its own stack.
+//!
+//! hyper's upgrades (`hyper::upgrade::on`) are not available: hyper hands
+//! an upgraded connection over as a `Send` value, and yieldloop's sockets
+//! are not `Send`. WebSocket servers use [`crate::ws`] on a port of their
+//! own.
 //!
 //! # Examples
 //!
@@ -57,10 +77,20 @@
 //! });
 //! ```
 
+mod auto;
 mod client;
+mod http2_client;
 mod rt;
 mod server;
+#[cfg(feature = "tls")]
+mod tls;
 
+pub use auto::{auto_builder, serve_auto, serve_auto_with};
 pub use client::{get, request, Client, Error};
-pub use rt::{io, Io, YieldloopExecutor, YieldloopSleep, YieldloopTimer};
+pub use http2_client::{http2_client_builder, Http2Client};
+pub use rt::{io, Io, YieldloopExecutor, YieldloopSleep, YieldloopTimer, HYPER_TASK_STACK_SIZE};
 pub use server::{http1_builder, serve, serve_connection, serve_with, Server};
+#[cfg(feature = "tls")]
+pub use tls::{serve_tls, serve_tls_with, ALPN_H2_HTTP1};
+
+pub(crate) use server::accept_loop;

@@ -20,8 +20,8 @@ pub fn io(stream: TcpStream) -> Io {
 
 /// hyper's `rt::Executor` on yieldloop: each future hyper hands over (an
 /// HTTP/2 stream, a connection's background work) becomes a task of the
-/// calling thread's scheduler, through [`yieldloop::spawn_future`], and is
-/// detached.
+/// calling thread's scheduler, with a stack of [`HYPER_TASK_STACK_SIZE`],
+/// and is detached.
 ///
 /// The futures need not be `Send`: they run on the thread that spawned
 /// them. Like `spawn_future`, it panics outside a yieldloop run.
@@ -35,7 +35,7 @@ where
 {
     fn execute(&self, fut: F) {
         // Detached: hyper learns of the end through its own channels.
-        drop(yieldloop::spawn_future(fut));
+        drop(spawn_hyper_task(move || fut));
     }
 }
 
@@ -81,4 +81,36 @@ impl hyper::rt::Timer for YieldloopTimer {
             None => *sleep = self.sleep_until(new_deadline),
         }
     }
+}
+
+/// The stack of the tasks that drive hyper's futures: HTTP/2
+/// connections and streams, and connections over TLS.
+///
+/// An HTTP/2 connection's future (h2's state machine, hyper's dispatcher,
+/// perhaps rustls's session under it) is a large value, and a debug build
+/// keeps several copies of it on the stack while polling: it overflows
+/// yieldloop's default 64 KiB there. 256 KiB covers a debug build; a
+/// release build uses a fraction of it, and a stack's untouched pages cost
+/// no memory.
+pub const HYPER_TASK_STACK_SIZE: usize = 256 * 1024;
+
+/// Drives the future `make` returns to its end in a task of its own with
+/// a stack of [`HYPER_TASK_STACK_SIZE`] ([`yieldloop::block_on`] in a task
+/// from [`yieldloop::Builder`]): [`yieldloop::spawn_future`] with a larger
+/// stack. The future is made in the new task, so that the spawning task's
+/// stack never holds it.
+///
+/// # Panics
+///
+/// Outside a yieldloop run, or if the stack cannot be had.
+pub(crate) fn spawn_hyper_task<M, F>(make: M) -> yieldloop::JoinHandle<F::Output>
+where
+    M: FnOnce() -> F + 'static,
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    yieldloop::Builder::new()
+        .stack_size(HYPER_TASK_STACK_SIZE)
+        .spawn(move || yieldloop::block_on(make()))
+        .expect("a task for hyper's work")
 }

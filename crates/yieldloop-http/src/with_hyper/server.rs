@@ -75,6 +75,21 @@ where
     B: Body + 'static,
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
+    accept_loop(&listener, |stream| {
+        let conn = builder.serve_connection(hyper_io(stream), service.clone());
+        // Detached: the connection's task ends with the connection. Its
+        // error (a client gone mid-request) concerns that client only.
+        drop(yieldloop::spawn_future(async move {
+            let _ = conn.await;
+        }));
+    });
+}
+
+/// Accepts on `listener` for ever, handing each connection (`TCP_NODELAY`
+/// on) to `serve`. A failed accept (out of descriptors, a connection
+/// aborted before it was accepted) concerns no connection served: it is
+/// reported at most once a second and retried after 100 ms.
+pub(crate) fn accept_loop(listener: &TcpListener, mut serve: impl FnMut(TcpStream)) {
     let mut last_report: Option<Instant> = None;
     loop {
         let stream = match listener.accept() {
@@ -90,12 +105,7 @@ where
         };
         // Small answers go out at once rather than waiting for an ACK.
         let _ = stream.set_nodelay(true);
-        let conn = builder.serve_connection(hyper_io(stream), service.clone());
-        // Detached: the connection's task ends with the connection. Its
-        // error (a client gone mid-request) concerns that client only.
-        drop(yieldloop::spawn_future(async move {
-            let _ = conn.await;
-        }));
+        serve(stream);
     }
 }
 

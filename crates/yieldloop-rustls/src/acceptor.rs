@@ -1,0 +1,149 @@
+//! The server side: [`TlsAcceptor`].
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ServerConfig, ServerConnection};
+use yieldloop::net::TcpStream;
+
+use crate::stream::{handshake, TlsStream};
+
+/// How long a handshake may take unless told otherwise: a client that
+/// connects and says nothing holds a task and a descriptor that long.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Turns accepted connections into TLS sessions: a server configuration
+/// (certificate, key, ALPN) and a handshake deadline. Cheap to clone; one
+/// per server, shared by its connection tasks and workers.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::io::{Read, Write};
+/// use yieldloop::net::TcpListener;
+/// use yieldloop_rustls::TlsAcceptor;
+///
+/// yieldloop::run(|| -> std::io::Result<()> {
+///     let acceptor = TlsAcceptor::from_pem_files("cert.pem", "key.pem")?;
+///     let listener = TcpListener::bind("127.0.0.1:8443")?;
+///     loop {
+///         let (stream, _) = listener.accept()?;
+///         let acceptor = acceptor.clone();
+///         yieldloop::spawn(move || -> std::io::Result<()> {
+///             // The handshake pauses this task only.
+///             let mut tls = acceptor.accept(stream)?;
+///             let mut buf = [0u8; 1024];
+///             let n = tls.read(&mut buf)?;
+///             tls.write_all(&buf[..n])?;
+///             tls.shutdown()
+///         });
+///     }
+/// })
+/// .unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct TlsAcceptor {
+    /// Shared by every session it starts.
+    config: Arc<ServerConfig>,
+    /// The limit on the whole handshake, `None` for none.
+    handshake_timeout: Option<Duration>,
+}
+
+impl TlsAcceptor {
+    /// An acceptor for `config`, with the [`DEFAULT_HANDSHAKE_TIMEOUT`].
+    pub fn new(config: Arc<ServerConfig>) -> TlsAcceptor {
+        TlsAcceptor {
+            config,
+            handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
+        }
+    }
+
+    /// An acceptor presenting `chain` signed by `key`; see
+    /// [`server_config`](crate::server_config).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` if the key does not suit the certificate.
+    pub fn from_single_cert(
+        chain: Vec<CertificateDer<'static>>,
+        key: PrivateKeyDer<'static>,
+    ) -> io::Result<TlsAcceptor> {
+        Ok(TlsAcceptor::new(Arc::new(crate::server_config(
+            chain, key,
+        )?)))
+    }
+
+    /// An acceptor presenting the certificate chain and key of two PEM
+    /// files.
+    ///
+    /// # Errors
+    ///
+    /// Reading or parsing either file (the error names it), or a key that
+    /// does not suit the certificate.
+    pub fn from_pem_files(
+        cert: impl AsRef<Path>,
+        key: impl AsRef<Path>,
+    ) -> io::Result<TlsAcceptor> {
+        TlsAcceptor::from_single_cert(crate::load_certs(cert)?, crate::load_key(key)?)
+    }
+
+    /// The protocols offered to clients by ALPN, most preferred first
+    /// (`&[b"h2", b"http/1.1"]`); a client naming none of them is refused.
+    /// Changes this acceptor's own copy of the configuration.
+    pub fn alpn(mut self, protocols: &[&[u8]]) -> TlsAcceptor {
+        Arc::make_mut(&mut self.config).alpn_protocols =
+            protocols.iter().map(|p| p.to_vec()).collect();
+        self
+    }
+
+    /// The limit on a handshake, from the client's first byte awaited to
+    /// the server's last flight sent; `None` for none.
+    pub fn handshake_timeout(mut self, timeout: Option<Duration>) -> TlsAcceptor {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// The configuration sessions start from.
+    pub fn config(&self) -> &Arc<ServerConfig> {
+        &self.config
+    }
+
+    /// Runs the server's handshake on `stream`, pausing the calling task
+    /// only, and returns the session ready for reads and writes.
+    ///
+    /// # Errors
+    ///
+    /// `TimedOut` past the handshake deadline; `InvalidData` for a client
+    /// that does not speak TLS or offers nothing acceptable (rustls's
+    /// error inside); the socket's own errors. The connection is closed.
+    pub fn accept(&self, stream: TcpStream) -> io::Result<TlsStream<ServerConnection>> {
+        let session = ServerConnection::new(self.config.clone()).map_err(io::Error::other)?;
+        handshake(session, stream, self.handshake_timeout)
+    }
+
+    /// The handshake as a future, for async code (hyper's connections on
+    /// yieldloop): tokio-rustls's server stream over yieldloop's socket,
+    /// which implements tokio's `AsyncRead` and `AsyncWrite`. The deadline
+    /// is a yieldloop timer. Poll it on a yieldloop thread
+    /// ([`yieldloop::block_on`], [`yieldloop::spawn_future`]).
+    ///
+    /// Unlike the blocking-style call, the handshake runs on the stack of the
+    /// task polling the future: give that task
+    /// [`HANDSHAKE_STACK_SIZE`](crate::HANDSHAKE_STACK_SIZE) (a debug
+    /// build needs more than the default 64 KiB).
+    ///
+    /// # Errors
+    ///
+    /// As for [`accept`](Self::accept).
+    #[cfg(feature = "tokio")]
+    pub async fn accept_async(
+        &self,
+        stream: TcpStream,
+    ) -> io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
+        let accept = tokio_rustls::TlsAcceptor::from(self.config.clone()).accept(stream);
+        crate::async_io::within(self.handshake_timeout, accept).await
+    }
+}
