@@ -88,9 +88,7 @@ fn crawler_fetches_each_page_once_within_its_limits() {
     let seen = Arc::new(Seen::default());
     let port = serve(seen.clone());
     let root = format!("http://127.0.0.1:{port}/");
-    let started = Instant::now();
     let out = example::run("crawler", &[&root, "--tasks", "5", "--timeout-ms", "400"]);
-    let took = started.elapsed();
     out.assert_success();
     let asked = seen.asked.lock().unwrap().clone();
     // The root, the 30 pages, the redirect and the slow page: each once.

@@ -49,6 +49,24 @@
 //!   scope's `timeout` returns `Elapsed` when its closure returns). A loop
 //!   that never returns keeps a cancelled task alive.
 //!
+//! # Event loops that mark the thread: tokio
+//!
+//! A blocking client that drives a tokio runtime of its own (the
+//! `postgres` crate runs a `current_thread` runtime per client and enters
+//! it with `block_on` for every call) waits in this call too. But tokio
+//! marks the whole thread as inside that runtime while `block_on` runs,
+//! in a thread-local that every task of the thread shares: were the wait
+//! a pause, another task entering a tokio runtime meanwhile (a second
+//! client's connect or query) would panic ("Cannot start a runtime from
+//! within a runtime"), and the drop of its client during the unwind would
+//! enter the runtime again and abort the process. So a wait made inside a
+//! tokio runtime (tokio's own `Handle::try_current` says so) is the plain
+//! call: it blocks the thread for its timeout, as it does without the
+//! hook, and such clients stay correct, one call at a time per thread.
+//! Run them with `spawn_blocking` to have them overlap. Other loops
+//! (libevent's, libuv's, one written by hand) keep no such mark, and
+//! pause only their task.
+//!
 //! # Signal masks
 //!
 //! `epoll_pwait` and `epoll_pwait2` with a signal mask install it for the
@@ -65,6 +83,15 @@
 use std::time::Duration;
 
 use libc::{c_int, epoll_event, sigset_t};
+
+/// True while the calling thread is inside a tokio runtime: a blocking
+/// client's `block_on` (the `postgres` crate's) waits in this call. Such a
+/// wait is the plain call, which blocks the thread (see the module docs):
+/// tokio keeps the runtime's mark in a thread-local that every task of the
+/// thread shares, so no other task may run while it is set.
+pub(super) fn inside_tokio_runtime() -> bool {
+    tokio::runtime::Handle::try_current().is_ok()
+}
 
 use super::pause::{self, fail, wait_fd, Woke, CANCELLED, SCOPE_EXPIRED};
 use super::real;

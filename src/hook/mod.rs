@@ -17,17 +17,14 @@
 //!
 //! A synchronous client that drives a tokio runtime of its own (the
 //! `postgres` crate runs one per client, and waits in its `block_on`) is
-//! the exception. One such client in one task waits only that task: its
-//! runtime's `epoll_wait` pauses it. But tokio marks the whole *thread* as
-//! inside that runtime for as long as `block_on` waits, so while that task
-//! is paused there, any other task of the thread that enters a tokio
-//! runtime (another client's first call or query) panics ("Cannot start a
-//! runtime from within a runtime"), and if that task's client is then
-//! dropped during the unwind, its drop enters the runtime again and the
-//! process aborts (seen with the `postgres` crate 0.19). Without the hook
-//! the same two tasks would each hold the thread for their whole call.
-//! Run such clients with [`spawn_blocking`](crate::spawn_blocking), or
-//! keep to one task per thread that uses them.
+//! the exception. tokio marks the whole *thread* as inside that runtime
+//! for as long as `block_on` runs, in a thread-local every task of the
+//! thread shares, so no other task may run while one waits there: another
+//! task entering a tokio runtime would panic ("Cannot start a runtime from
+//! within a runtime"). So a wait inside a tokio runtime is left as the
+//! plain call, which blocks the thread: such clients work from tasks, one
+//! call at a time per thread, as without the hook. Run them with
+//! [`spawn_blocking`](crate::spawn_blocking) to have their calls overlap.
 //!
 //! # What is intercepted
 //!

@@ -723,8 +723,14 @@ pub unsafe extern "C" fn epoll_wait(
     }
     // Any negative timeout is none.
     let t = (timeout > 0).then(|| Duration::from_millis(timeout as u64));
-    // SAFETY: the caller's contract, passed on.
-    guard(-1, || unsafe { epoll::wait(epfd, events, max, t) })
+    guard(-1, || {
+        if epoll::inside_tokio_runtime() {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { real::epoll_wait(epfd, events, max, timeout) };
+        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { epoll::wait(epfd, events, max, t) }
+    })
 }
 
 /// `epoll_pwait(2)`; see the [module docs](super). A call with a signal
@@ -749,7 +755,9 @@ pub unsafe extern "C" fn epoll_pwait(
     let t = (timeout > 0).then(|| Duration::from_millis(timeout as u64));
     guard(-1, || {
         // SAFETY: a non-null mask is the caller's valid `sigset_t`.
-        if !mask.is_null() && !unsafe { epoll::mask_is_current(mask) } {
+        if (!mask.is_null() && !unsafe { epoll::mask_is_current(mask) })
+            || epoll::inside_tokio_runtime()
+        {
             // SAFETY: the caller's contract, passed on.
             return unsafe { real::epoll_pwait(epfd, events, max, timeout, mask) };
         }
@@ -789,7 +797,9 @@ pub unsafe extern "C" fn epoll_pwait2(
     };
     guard(-1, || {
         // SAFETY: a non-null mask is the caller's valid `sigset_t`.
-        if !mask.is_null() && !unsafe { epoll::mask_is_current(mask) } {
+        if (!mask.is_null() && !unsafe { epoll::mask_is_current(mask) })
+            || epoll::inside_tokio_runtime()
+        {
             // SAFETY: the caller's contract, passed on.
             return unsafe { real::epoll_pwait2(epfd, events, max, timeout, mask) };
         }
