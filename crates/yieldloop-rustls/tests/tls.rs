@@ -125,6 +125,47 @@ fn a_silent_client_meets_the_handshake_deadline() {
     });
 }
 
+/// A client that drips a ClientHello a byte at a time, each byte well
+/// within any per-read limit, still meets the deadline of the whole
+/// handshake: the drips buy it nothing.
+#[test]
+fn a_dripping_client_meets_the_handshake_deadline() {
+    let (acceptor, _, _, _) = pair();
+    let acceptor = acceptor.handshake_timeout(Some(Duration::from_millis(300)));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let dripper = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        // The start of a TLS record carrying a ClientHello, then filler:
+        // never a whole handshake message.
+        let mut hello = vec![
+            0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
+        ];
+        hello.resize(100, 0x2a);
+        for b in hello {
+            if s.write_all(&[b]).is_err() {
+                return; // the server gave up
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    yieldloop::run(move || {
+        let listener = TcpListener::from_std(listener).unwrap();
+        let (stream, _) = listener.accept().unwrap();
+        let start = Instant::now();
+        let err = acceptor.accept(stream).unwrap_err();
+        let took = start.elapsed();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        // 100 bytes 20 ms apart would take 2 s: the deadline ends it first.
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_millis(1500),
+            "{took:?}"
+        );
+    });
+    dripper.join().unwrap();
+}
+
 /// A connector trusting another certificate refuses the server; the
 /// server goes on serving a client that trusts it.
 #[test]
