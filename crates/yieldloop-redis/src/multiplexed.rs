@@ -104,8 +104,10 @@ pub struct Multiplexed {
 /// clients that lost the same server do not all come back in the same
 /// millisecond. With the defaults that is about 50–100 ms, 100–200 ms,
 /// 200–400 ms, ... and then 1–2 s between attempts for as long as the
-/// server stays away: a server back after an outage is found within about
-/// 2 s.
+/// server stays away. A call made during the outage cuts the wait short,
+/// once `first_delay` has passed since the last attempt: a connection in
+/// use is back within about `first_delay` of its server, one nobody calls
+/// within `max_delay`. (The call itself still fails at once.)
 ///
 /// # Examples
 ///
@@ -226,6 +228,10 @@ struct Shared {
     reconnects: Cell<u64>,
     /// Set when the last clone goes: nothing reconnects after that.
     closed: Cell<bool>,
+    /// Told by each call that finds the connection down, so that the
+    /// reconnecting task tries again sooner (shared apart from the rest,
+    /// so that the task may hold it across its pauses).
+    demand: Rc<local::Notify>,
 }
 
 /// One socket and its reply queue: the whole connection until it fails.
@@ -327,6 +333,7 @@ impl Multiplexed {
                 last_attempt: RefCell::new(None),
                 reconnects: Cell::new(0),
                 closed: Cell::new(false),
+                demand: Rc::new(local::Notify::new()),
             }
         });
         Ok(Multiplexed {
@@ -363,8 +370,10 @@ impl Multiplexed {
         let link = self.shared.link.borrow().clone();
         if link.broken.borrow().is_some() {
             // The failure may have come where no task could be spawned
-            // (an unwind); this call then starts the reconnecting.
+            // (an unwind); this call then starts the reconnecting, and in
+            // any case asks for the next attempt soon.
             start_reconnecting(&self.shared);
+            self.shared.demand.notify_one();
             return Err(self.shared.down_error(&link));
         }
         link.call(cmd, offset, count)
@@ -416,16 +425,29 @@ fn start_reconnecting(shared: &Rc<Shared>) {
 fn reconnect(owner: &Weak<Shared>) {
     let mut attempt = 0;
     loop {
-        let (opts, delay) = match owner.upgrade() {
+        let (opts, delay, floor, demand) = match owner.upgrade() {
             Some(s) if !s.closed.get() => {
                 let mut opts = s.opts.clone();
                 opts.connect_timeout = opts.connect_timeout.or(Some(s.backoff.attempt_timeout));
-                (opts, s.backoff.delay(attempt))
+                let delay = s.backoff.delay(attempt);
+                (
+                    opts,
+                    delay,
+                    s.backoff.first_delay.min(delay),
+                    s.demand.clone(),
+                )
             }
             _ => return,
         };
         if !delay.is_zero() {
-            yieldloop::sleep(delay);
+            // At least `first_delay` between attempts; after that, the rest
+            // of the delay unless a call asks meanwhile (or asked since the
+            // last attempt: the stored permit).
+            yieldloop::sleep(floor);
+            let rest = delay.saturating_sub(floor);
+            if !rest.is_zero() {
+                demand.wait_timeout(rest);
+            }
         }
         let result = Connection::connect(&opts);
         let Some(s) = owner.upgrade().filter(|s| !s.closed.get()) else {
