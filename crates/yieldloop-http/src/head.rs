@@ -120,7 +120,9 @@ pub(crate) fn parse<'b>(
         } else if name.eq_ignore_ascii_case("host") {
             // RFC 9112 §3.2: more than one Host line, or an invalid value,
             // MUST get 400.
-            let value = std::str::from_utf8(h.value).ok().filter(|v| valid_host(v));
+            let value = valid_host(h.value)
+                .then(|| std::str::from_utf8(h.value).ok())
+                .flatten();
             let (None, Some(value)) = (host, value) else {
                 return Parsed::Refuse(400);
             };
@@ -224,7 +226,7 @@ fn split_target(target: &str) -> Option<(Option<&str>, &str, &str)> {
         Some(after) => {
             let end = after.find(['/', '?']).unwrap_or(after.len());
             let authority = &after[..end];
-            if !valid_host(authority) || authority.is_empty() {
+            if !valid_host(authority.as_bytes()) || authority.is_empty() {
                 return None;
             }
             (&after[end..], Some(authority))
@@ -255,56 +257,78 @@ fn absolute(target: &str) -> Option<&str> {
 /// A `Host` value per RFC 9110 §7.2 and RFC 3986 §3.2.2: `uri-host [ ":"
 /// port ]`, the host a reg-name (unreserved, percent-encoded and sub-delims
 /// characters), an IPv4 address (a reg-name's characters) or an IP literal
-/// in brackets; empty is allowed (a target without an authority).
-fn valid_host(value: &str) -> bool {
-    let (host, port) = if let Some(literal) = value.strip_prefix('[') {
-        let Some((inside, after)) = literal.split_once(']') else {
+/// in brackets; empty is allowed (a target without an authority). Every
+/// byte it accepts is ASCII, so a valid value is also valid UTF-8.
+fn valid_host(value: &[u8]) -> bool {
+    let (host, port): (&[u8], Option<&[u8]>) = if let Some(literal) = value.strip_prefix(b"[") {
+        let Some(close) = literal.iter().position(|&b| b == b']') else {
             return false;
         };
-        let literal_ok = !inside.is_empty()
-            && inside.bytes().all(|b| {
-                b.is_ascii_hexdigit() || matches!(b, b':' | b'.' | b'v' | b'V') || reg_name_byte(b)
-            });
-        if !literal_ok {
+        let (inside, after) = (&literal[..close], &literal[close + 1..]);
+        if inside.is_empty() || !inside.iter().all(|&b| byte_is(LITERAL, b)) {
             return false;
         }
         match after {
-            "" => ("x", None),
-            _ => match after.strip_prefix(':') {
-                Some(port) => ("x", Some(port)),
-                None => return false,
-            },
+            [] => (b"", None),
+            [b':', port @ ..] => (b"", Some(port)),
+            _ => return false,
         }
     } else {
-        match value.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
+        match value.iter().rposition(|&b| b == b':') {
+            Some(colon) => (&value[..colon], Some(&value[colon + 1..])),
             None => (value, None),
         }
     };
-    host.bytes().all(reg_name_byte) && port.is_none_or(|p| p.bytes().all(|b| b.is_ascii_digit()))
+    host.iter().all(|&b| byte_is(REG_NAME, b))
+        && port.is_none_or(|p| p.iter().all(u8::is_ascii_digit))
 }
 
-/// A byte of a reg-name: unreserved, `%` of a percent-encoding, sub-delims.
-fn reg_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'-' | b'.'
-                | b'_'
-                | b'~'
-                | b'%'
-                | b'!'
-                | b'$'
-                | b'&'
-                | b'\''
-                | b'('
-                | b')'
-                | b'*'
-                | b'+'
-                | b','
-                | b';'
-                | b'='
-        )
+/// The bytes of a reg-name: unreserved, `%` of a percent-encoding,
+/// sub-delims.
+const REG_NAME: u8 = 1;
+/// The bytes of an IP literal's inside: a reg-name's, and `:`.
+const LITERAL: u8 = 2;
+
+/// For each byte, the classes ([`REG_NAME`], [`LITERAL`]) it belongs to:
+/// one load per byte of a `Host` value.
+static HOST_BYTES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let reg_name = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'%'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+            );
+        if reg_name {
+            table[b] |= REG_NAME | LITERAL;
+        }
+        if c == b':' {
+            table[b] |= LITERAL;
+        }
+        b += 1;
+    }
+    table
+};
+
+#[inline]
+fn byte_is(class: u8, b: u8) -> bool {
+    HOST_BYTES[b as usize] & class != 0
 }
 
 /// A `Content-Length` value: digits only, without sign or spaces around.
@@ -332,7 +356,7 @@ mod tests {
             "[::1]:443",
             "a-b_c~d%20",
         ] {
-            assert!(valid_host(ok), "{ok:?}");
+            assert!(valid_host(ok.as_bytes()), "{ok:?}");
         }
         for bad in [
             "a b",
@@ -345,7 +369,7 @@ mod tests {
             "a#b",
             "h\t",
         ] {
-            assert!(!valid_host(bad), "{bad:?}");
+            assert!(!valid_host(bad.as_bytes()), "{bad:?}");
         }
     }
 
