@@ -87,7 +87,7 @@ pub(crate) fn parse<'b>(
     };
     let headers: &'b [httparse::Header<'b>] = req.headers;
     let mut body_len: Option<u64> = None;
-    let mut host: Option<&'b str> = None;
+    let mut host: Option<&'b [u8]> = None;
     // Transfer codings, all `Transfer-Encoding` lines together: how many,
     // and whether the last one is `chunked`.
     let (mut codings, mut last_chunked, mut chunked_before_last) = (0usize, false, false);
@@ -120,9 +120,9 @@ pub(crate) fn parse<'b>(
         } else if name.eq_ignore_ascii_case("host") {
             // RFC 9112 §3.2: more than one Host line, or an invalid value,
             // MUST get 400.
-            let value = valid_host(h.value)
-                .then(|| std::str::from_utf8(h.value).ok())
-                .flatten();
+            // Kept as bytes: a valid value is ASCII, turned into a str
+            // only when the handler asks (`Request::host`).
+            let value = valid_host(h.value).then_some(h.value);
             let (None, Some(value)) = (host, value) else {
                 return Parsed::Refuse(400);
             };
@@ -164,8 +164,8 @@ pub(crate) fn parse<'b>(
     // RFC 9112 §3.2.2: the authority of an absolute-form target replaces
     // the Host header.
     let host = match authority {
-        Some(a) => a,
-        None => host.unwrap_or(""),
+        Some(a) => a.as_bytes(),
+        None => host.unwrap_or(b""),
     };
     Parsed::Complete(Head {
         req: Request {

@@ -48,7 +48,8 @@ pub struct Request<'a> {
     pub(crate) query: &'a str,
     /// The authority of an absolute-form target, else the `Host` header,
     /// else empty (HTTP/1.0 without one).
-    pub(crate) host: &'a str,
+    /// Checked to be a valid host (so ASCII) when the head was parsed.
+    pub(crate) host: &'a [u8],
     /// The minor version: 1 for HTTP/1.1 (and later 1.x), 0 for HTTP/1.0.
     pub(crate) version: u8,
     /// The headers in the order sent.
@@ -97,7 +98,8 @@ impl<'a> Request<'a> {
     /// without either. The server has checked it is a valid host and port
     /// and that there was one `Host` header at most.
     pub fn host(&self) -> &'a str {
-        self.host
+        // Valid hosts are ASCII: this never gives the empty fallback.
+        std::str::from_utf8(self.host).unwrap_or("")
     }
 
     /// The minor HTTP version: 1 for HTTP/1.1, 0 for HTTP/1.0. A request
@@ -140,7 +142,7 @@ impl fmt::Debug for Request<'_> {
             .field("method", &self.method)
             .field("path", &self.path)
             .field("query", &self.query)
-            .field("host", &self.host)
+            .field("host", &self.host())
             .field("version", &self.version)
             .field("headers", &self.headers.len())
             .field("body", &self.body.len())
