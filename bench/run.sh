@@ -53,6 +53,14 @@
 #   HTTP_WARMUP [0.5]  seconds of untimed load before HTTP_SECS (http_load only)
 #   HTTP_LOADGEN [auto]  the HTTP load generator: wrk, http_load (ours), or
 #                   auto = wrk when it is on the PATH, else http_load
+#   HTTP2_REPS [5]  runs per server of the http2 stage (the two in turn)
+#   HTTP2_N [300000]  requests per measured h2load run (after a discarded
+#                   warm-up run of HTTP2_WARMUP_N [30000] on the same server)
+#   HTTP2_CONNS [4], HTTP2_STREAMS [16]  h2load's connections and concurrent
+#                   streams per connection (-c, -m): 64 streams in flight
+#   HTTP2_TIMEOUT [120]  seconds before an h2load run is killed and the run
+#                   marked failed (the stage needs h2load: apt-get install
+#                   nghttp2-client, else it is skipped)
 #   SCALE_REPS [5]  runs per thread-per-core scaling cell (client threads x workers)
 #   SCALE_SECS [4]  measured seconds per scaling run (the client is killed and the
 #                   run marked failed after SCALE_SECS + 30 s)
@@ -115,7 +123,7 @@
 #   RECOVERY_KILL_AT [1.5]  seconds into the load when the server is killed
 #   RECOVERY_DOWN [1]  seconds the server stays down
 #   RECOVERY_TASKS [50]  tasks sending commands in a recovery run
-#   STAGES ["handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag fairness recovery"]  the stages
+#   STAGES ["handover xmutex lateness sleepers echo syscalls http http2 scaling service db hook fanout diag fairness recovery"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
 #                   echo, syscalls and fairness stages, e.g. "yieldloop floor go";
@@ -158,6 +166,12 @@ HTTP_REPS=${HTTP_REPS:-3}
 HTTP_SECS=${HTTP_SECS:-3}
 HTTP_WARMUP=${HTTP_WARMUP:-0.5}
 HTTP_LOADGEN=${HTTP_LOADGEN:-auto}
+HTTP2_REPS=${HTTP2_REPS:-5}
+HTTP2_N=${HTTP2_N:-300000}
+HTTP2_WARMUP_N=${HTTP2_WARMUP_N:-30000}
+HTTP2_CONNS=${HTTP2_CONNS:-4}
+HTTP2_STREAMS=${HTTP2_STREAMS:-16}
+HTTP2_TIMEOUT=${HTTP2_TIMEOUT:-120}
 SCALE_REPS=${SCALE_REPS:-5}
 SCALE_SECS=${SCALE_SECS:-4}
 DB_REPS=${DB_REPS:-5}
@@ -193,7 +207,7 @@ RECOVERY_SECS=${RECOVERY_SECS:-5}
 RECOVERY_KILL_AT=${RECOVERY_KILL_AT:-1.5}
 RECOVERY_DOWN=${RECOVERY_DOWN:-1}
 RECOVERY_TASKS=${RECOVERY_TASKS:-50}
-STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http scaling service db hook fanout diag fairness recovery}
+STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http http2 scaling service db hook fanout diag fairness recovery}
 FANOUT_REPS=${FANOUT_REPS:-3}
 FANOUT_VALUES=${FANOUT_VALUES:-100000}
 FANOUT_RECEIVERS=${FANOUT_RECEIVERS:-1000}
@@ -546,6 +560,15 @@ if [ "$HTTP_LOAD" = wrk ]; then
 else
     echo "${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/http_load --addr 127.0.0.1:PORT --conns {64|256} --duration ${HTTP_SECS} --warmup ${HTTP_WARMUP}" >>"$RES/commands.txt"
 fi
+cat >>"$RES/commands.txt" <<EOF
+# HTTP/2 (h2c, prior knowledge): a fresh server per run (hyper-util's auto
+# server on tokio current_thread, or on yieldloop by
+# yieldloop_http::with_hyper::serve_auto), a discarded warm-up run, then the
+# measured one; CPU as for echo, read around the measured run
+${PIN_SERVER:+$PIN_SERVER }bench/target/release/http2_{hyper|hyper_yieldloop} --addr 127.0.0.1:PORT &
+timeout ${HTTP2_TIMEOUT} ${PIN_CLIENT:+$PIN_CLIENT }h2load -c ${HTTP2_CONNS} -m ${HTTP2_STREAMS} -n ${HTTP2_WARMUP_N} http://127.0.0.1:PORT/   # warm-up
+timeout ${HTTP2_TIMEOUT} ${PIN_CLIENT:+$PIN_CLIENT }h2load -c ${HTTP2_CONNS} -m ${HTTP2_STREAMS} -n ${HTTP2_N} http://127.0.0.1:PORT/
+EOF
 cat >>"$RES/commands.txt" <<EOF
 # the example service's Redis endpoint (GET /hits/bench, one Redis GET per
 # request) on one thread: yieldloop_recipes::service on one worker with one
@@ -1075,6 +1098,95 @@ if want http; then
             rm -f "$RES/server.err" "$RES/client.err"
             ;;
     esac
+fi
+
+# ---------------------------------------------------------------- http2
+# HTTP/2 with prior knowledge (h2c) on one thread: hyper-util's auto server
+# on tokio current_thread (http2_hyper) and on yieldloop
+# (http2_hyper_yieldloop: yieldloop_http::with_hyper::serve_auto), both a
+# task per connection and one per stream, driven by h2load over
+# HTTP2_CONNS connections of HTTP2_STREAMS concurrent streams each. Per
+# run: a fresh pinned server, a discarded warm-up run of HTTP2_WARMUP_N
+# requests (connections of its own), then the measured run of HTTP2_N; the
+# server's CPU (as for echo) is read just before the measured run and 0.2 s
+# after it. The servers in turn, the order flipped every run. The stage's
+# settings go into its first record, so that its section reads from
+# http2.txt alone (`report --section http2` after a run of this stage).
+
+# h2load's report (on stdin) as fields; fails if no request succeeded.
+parse_h2load() {
+    awk '
+        function us(v) {
+            if (v ~ /us$/) return v + 0
+            if (v ~ /ms$/) return (v + 0) * 1000
+            return (v + 0) * 1e6
+        }
+        /^finished in / { v = $3; sub(/,$/, "", v); secs = us(v) / 1e6; rps = $4 }
+        /^requests: / { total = $2; done = $6; ok = $8; failed = $10; errored = $12; tmo = $14 }
+        /^status codes: / { s2xx = $3 }
+        /^time for request:/ { rmin = us($4); rmax = us($5); rmean = us($6); rsd = us($7) }
+        END {
+            if (ok == "" || ok == 0) exit 1
+            printf "secs=%.4f rps=%.0f requests=%s done=%s succeeded=%s failed=%s errored=%s timeout=%s status_2xx=%s req_min_us=%.0f req_max_us=%.0f req_mean_us=%.0f req_sd_us=%.0f\n",
+                secs, rps, total, done, ok, failed, errored, tmo, s2xx, rmin, rmax, rmean, rsd
+        }'
+}
+
+# One run of server $1 (hyper or hyper_yieldloop), rep $2; appends a record
+# to http2.txt.
+http2_cell() {
+    local server=$1 rep=$2 what="http2 server=$1 rep=$2" raw out rc u0 s0 u1 s1 c0 c1 url
+    if ! start_server "http2_$server"; then
+        echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/http2.txt"
+        return 1
+    fi
+    url=http://$addr/
+    log "http2 $server run $rep/$HTTP2_REPS ($addr)"
+    # shellcheck disable=SC2086
+    timeout "$HTTP2_TIMEOUT" $PIN_CLIENT h2load -c "$HTTP2_CONNS" -m "$HTTP2_STREAMS" \
+        -n "$HTTP2_WARMUP_N" "$url" >/dev/null 2>"$RES/client.err"
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        read -r u0 s0 < <(stat_ticks "$spid")
+        c0=$(oncpu_ns "$spid")
+        # shellcheck disable=SC2086
+        raw=$(timeout "$HTTP2_TIMEOUT" $PIN_CLIENT h2load -c "$HTTP2_CONNS" -m "$HTTP2_STREAMS" \
+            -n "$HTTP2_N" "$url" 2>"$RES/client.err")
+        rc=$?
+        sleep 0.2
+        read -r u1 s1 < <(stat_ticks "$spid")
+        c1=$(oncpu_ns "$spid")
+        out=$(printf '%s\n' "$raw" | parse_h2load) || { [ $rc -eq 0 ] && rc=1; }
+    fi
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    if [ $rc -eq 0 ]; then
+        echo "$what conns=$HTTP2_CONNS streams=$HTTP2_STREAMS utime=$((u1 - u0)) stime=$((s1 - s0)) oncpu_ns=$((c1 - c0)) $out ok=1" >>"$RES/http2.txt"
+        return 0
+    fi
+    case $rc in
+        124) echo "$what ok=0 reason=h2load killed after $HTTP2_TIMEOUT s (timeout)" >>"$RES/http2.txt" ;;
+        *) echo "$what ok=0 reason=h2load exit $rc: $(grep -v '^ *$' "$RES/client.err" | tail -n1 | cut -c1-200)" >>"$RES/http2.txt" ;;
+    esac
+    return 1
+}
+
+if want http2; then
+    rm -f "$RES/http2.txt"
+    if ! command -v h2load >/dev/null; then
+        log "http2: skipped: h2load not found"
+        echo "http2 ok=0 skipped=1 reason=h2load not found (apt-get install nghttp2-client)" >>"$RES/http2.txt"
+    else
+        # Values without spaces (a record is space-separated fields).
+        echo "http2 kind=setup h2load=$(h2load --version | awk '{print $2; exit}') conns=$HTTP2_CONNS streams=$HTTP2_STREAMS n=$HTTP2_N warmup_n=$HTTP2_WARMUP_N reps=$HTTP2_REPS pin_server=$(tr ' ' _ <<<"${PIN_SERVER:-none}") pin_client=$(tr ' ' _ <<<"${PIN_CLIENT:-none}") clk_tck=$(getconf CLK_TCK) date=$(date -u +%Y-%m-%dT%H:%MZ) load_start=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' /)" >>"$RES/http2.txt"
+        for rep in $(seq 1 "$HTTP2_REPS"); do
+            for server in $(in_turn "$rep" hyper_yieldloop hyper); do
+                http2_cell "$server" "$rep"
+            done
+        done
+        echo "http2 kind=end load_end=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' /)" >>"$RES/http2.txt"
+    fi
+    rm -f "$RES/server.err" "$RES/client.err"
 fi
 
 # ---------------------------------------------------------------- service

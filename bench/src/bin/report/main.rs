@@ -4,9 +4,11 @@
 //! ```text
 //! report --results bench/results --md docs/benchmarks.md --svg docs/src/img/sleepers.svg
 //! report --results bench/results --md docs/benchmarks.md --section recovery
+//! report --results bench/results --md docs/benchmarks.md --section http2
 //! ```
 //!
-//! With `--section recovery` it writes that one section into the page
+//! With `--section recovery` (or `http2`, which also puts its row into the
+//! Targets table there) it writes that one section into the page
 //! that is there (replacing its old version, or before `## Commands`),
 //! leaving the rest and the plot as they are: for a run of that stage
 //! alone, which would otherwise mark every other section not run.
@@ -64,11 +66,17 @@
 //!   first_fail_unix=.. recovered_unix=.. slowest_fail_ms=.. slowest_ok_ms=.. killed_unix=.. restarted_unix=..`
 //!   (the fields of `redis_recovery`, then the times run.sh killed and restarted the server),
 //!   `recovery route=.. rep=.. ok=0 reason=..`, or `recovery ok=0 skipped=1 reason=..`.
+//! - `http2.txt`: `http2 kind=setup h2load=.. conns=.. streams=.. n=.. warmup_n=.. reps=.. pin_server=..
+//!   pin_client=.. clk_tck=.. date=.. load_start=..` (spaces as `_` or `/`), then per run
+//!   `http2 server=hyper|hyper_yieldloop rep=.. conns=.. streams=.. utime=.. stime=.. oncpu_ns=.. secs=.. rps=..
+//!   requests=.. done=.. succeeded=.. failed=.. errored=.. timeout=.. status_2xx=.. req_min_us=.. req_max_us=..
+//!   req_mean_us=.. req_sd_us=.. ok=1` or `http2 server=.. rep=.. ok=0 reason=..`, and `http2 kind=end load_end=..`;
+//!   or `http2 ok=0 skipped=1 reason=..` without h2load.
 //! - `meta.txt`: `key=value` lines about the machine and the run.
 //! - `commands.txt`: the command lines, copied into the document.
 //!
 //! One module per section of the document (`machine`, `targets`, `peers`
-//! for Go and the stackful floor, `sleepers`, `echo`, `http`, `service`, `scaling`,
+//! for Go and the stackful floor, `sleepers`, `echo`, `http`, `http2`, `service`, `scaling`,
 //! `handover`, `lateness`, `db`, `hook`, `fanout`, `diag`, `fairness`, `recovery`, `commands`), `svg` for the plot and `data` for
 //! the records and number formats they share; `markdown` puts the sections
 //! in order.
@@ -83,6 +91,7 @@ mod fanout;
 mod handover;
 mod hook;
 mod http;
+mod http2;
 mod lateness;
 mod machine;
 mod peers;
@@ -122,10 +131,10 @@ fn args() -> Args {
             "--results" => a.results = v.into(),
             "--md" => a.md = v.into(),
             "--svg" => a.svg = v.into(),
-            "--section" if v == "recovery" => a.section = Some(v),
+            "--section" if v == "recovery" || v == "http2" => a.section = Some(v),
             _ => {
                 eprintln!(
-                    "usage: report --results DIR --md FILE (--svg FILE | --section recovery)"
+                    "usage: report --results DIR --md FILE (--svg FILE | --section recovery|http2)"
                 );
                 std::process::exit(2);
             }
@@ -142,6 +151,7 @@ fn main() {
         first_touch: FirstTouch::from_recs(&read_recs(&a.results.join("firsttouch.txt"))),
         echo: read_recs(&a.results.join("echo.txt")),
         http: read_recs(&a.results.join("http.txt")),
+        http2: read_recs(&a.results.join("http2.txt")),
         service: read_recs(&a.results.join("service.txt")),
         scaling: read_recs(&a.results.join("scaling.txt")),
         handover: read_recs(&a.results.join("handover.txt")),
@@ -163,6 +173,18 @@ fn main() {
     let meta = read_meta(&a.results.join("meta.txt"));
     let commands = std::fs::read_to_string(a.results.join("commands.txt")).unwrap_or_default();
 
+    if a.section.as_deref() == Some("http2") {
+        let (mut section, mut target) = (String::new(), String::new());
+        http2::section(&mut section, &recs.http2);
+        http2::target_row(&mut target, &recs.http2);
+        let page = std::fs::read_to_string(&a.md).unwrap_or_default();
+        if let Err(e) = std::fs::write(&a.md, http2::splice(&page, &section, &target)) {
+            eprintln!("report: writing {}: {e}", a.md.display());
+            std::process::exit(1);
+        }
+        eprintln!("report: wrote the http2 section into {}", a.md.display());
+        return;
+    }
     if a.section.is_some() {
         let m = |k: &str| meta.get(k).cloned().unwrap_or_else(|| "?".into());
         let mut section = String::new();
@@ -197,6 +219,7 @@ struct Results {
     pub first_touch: Option<FirstTouch>,
     pub echo: Vec<Rec>,
     pub http: Vec<Rec>,
+    pub http2: Vec<Rec>,
     pub service: Vec<Rec>,
     pub scaling: Vec<Rec>,
     pub handover: Vec<Rec>,
@@ -257,6 +280,7 @@ fn markdown(
         clk_tck,
     );
     http::section(w, &recs.http, &|k| m(k).to_string(), clk_tck);
+    http2::section(w, &recs.http2);
     service::section(w, &recs.service, &|k| m(k).to_string(), clk_tck);
     scaling::section(w, &recs.scaling, &|k| m(k).to_string());
     handover::section(w, &recs.handover, &|k| m(k).to_string());
