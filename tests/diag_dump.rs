@@ -39,6 +39,17 @@ fn named<'a>(d: &'a diag::Dump, name: &str) -> &'a TaskDump {
         .unwrap_or_else(|| panic!("no task {name} in the dump:\n{d}"))
 }
 
+/// The task named `name` on the same scheduler as the task named
+/// `beside`: the dump lists every scheduler of the process, and the other
+/// tests of this file run theirs at the same time, each with a "main".
+fn named_beside<'a>(d: &'a diag::Dump, name: &str, beside: &str) -> &'a TaskDump {
+    d.schedulers
+        .iter()
+        .find(|s| s.tasks.iter().any(|t| t.name.as_deref() == Some(beside)))
+        .and_then(|s| s.tasks.iter().find(|t| t.name.as_deref() == Some(name)))
+        .unwrap_or_else(|| panic!("no task {name} beside {beside} in the dump:\n{d}"))
+}
+
 #[test]
 fn three_tasks_waiting_on_three_things() {
     yieldloop::run(|| {
@@ -82,7 +93,7 @@ fn three_tasks_waiting_on_three_things() {
         assert!(passes_through(receiver, "waits_on_a_channel"), "{d}");
 
         // The task that asked is listed too, inside `dump`.
-        let main = named(&d, "main");
+        let main = named_beside(&d, "main", "sleeper");
         assert!(passes_through(main, "diag::dump"), "{d}");
 
         // The text form names each, with its state and backtrace.
