@@ -6,7 +6,8 @@
 # example service, database round trips, a ticker beside database waits,
 # blocking clients under feature `hook`, fan-outs over two workers, the task
 # dump, fairness beside a task that never runs dry, the recovery of Redis
-# clients from a server restart), and writes docs/benchmarks.md
+# clients from a server restart, HTTP servers under attacks held open),
+# and writes docs/benchmarks.md
 # and docs/src/img/sleepers.svg from the raw results in bench/results/.
 #
 # Go, the stackful peer, is built from bench/go (standard library only) with
@@ -123,7 +124,19 @@
 #   RECOVERY_KILL_AT [1.5]  seconds into the load when the server is killed
 #   RECOVERY_DOWN [1]  seconds the server stays down
 #   RECOVERY_TASKS [50]  tasks sending commands in a recovery run
-#   STAGES ["handover xmutex lateness sleepers echo syscalls http http2 scaling service db hook fanout diag fairness recovery"]  the stages
+#   ATTACK_REPS [5]  runs per cell of the attack stage (server x attack, the
+#                   attacks in turn; "none" is the normal client alone)
+#   ATTACK_CONNS [1000]  attacking connections of the large-body and idle attacks
+#   ATTACK_PIPE_CONNS [200]  attacking connections of the pipelining attack
+#   ATTACK_PIPE_BYTES [8192]  bytes of pipelined GET /page (4 KiB answers) each
+#                   of them sends, never reading an answer
+#   ATTACK_PIPE_RCVBUF [4096]  SO_RCVBUF of a pipelining attacker's sockets (so
+#                   that its answers pile up in the server, not in the kernel)
+#   ATTACK_SETTLE [2]  seconds between the last attacker connecting and the
+#                   server's memory being read
+#   ATTACK_SECS [3] seconds of the normal client (whole seconds, for wrk) per run
+#   ATTACK_CLIENT_CONNS [64]  keep-alive connections of the normal client
+#   STAGES ["handover xmutex lateness sleepers echo syscalls http http2 scaling service db hook fanout diag fairness recovery attack"]  the stages
 #                   to run (for trials: the report marks the others not run)
 #   RUNTIMES [all]  the runtimes to run in the sleepers, hand-over, lateness,
 #                   echo, syscalls and fairness stages, e.g. "yieldloop floor go";
@@ -207,7 +220,15 @@ RECOVERY_SECS=${RECOVERY_SECS:-5}
 RECOVERY_KILL_AT=${RECOVERY_KILL_AT:-1.5}
 RECOVERY_DOWN=${RECOVERY_DOWN:-1}
 RECOVERY_TASKS=${RECOVERY_TASKS:-50}
-STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http http2 scaling service db hook fanout diag fairness recovery}
+ATTACK_REPS=${ATTACK_REPS:-5}
+ATTACK_CONNS=${ATTACK_CONNS:-1000}
+ATTACK_PIPE_CONNS=${ATTACK_PIPE_CONNS:-200}
+ATTACK_PIPE_BYTES=${ATTACK_PIPE_BYTES:-8192}
+ATTACK_PIPE_RCVBUF=${ATTACK_PIPE_RCVBUF:-4096}
+ATTACK_SETTLE=${ATTACK_SETTLE:-2}
+ATTACK_SECS=${ATTACK_SECS:-3}
+ATTACK_CLIENT_CONNS=${ATTACK_CLIENT_CONNS:-64}
+STAGES=${STAGES:-handover xmutex lateness sleepers echo syscalls http http2 scaling service db hook fanout diag fairness recovery attack}
 FANOUT_REPS=${FANOUT_REPS:-3}
 FANOUT_VALUES=${FANOUT_VALUES:-100000}
 FANOUT_RECEIVERS=${FANOUT_RECEIVERS:-1000}
@@ -382,7 +403,7 @@ BUILD_S=$(elapsed)
 case $OUT_MD in /*) ;; *) OUT_MD=$ROOT/$OUT_MD ;; esac
 case $OUT_SVG in /*) ;; *) OUT_SVG=$ROOT/$OUT_SVG ;; esac
 mkdir -p "$RES" "$(dirname "$OUT_MD")" "$(dirname "$OUT_SVG")"
-rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/xmutex.txt "$RES"/fanout.txt "$RES"/diag.txt "$RES"/fairness.txt "$RES"/recovery.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
+rm -f "$RES"/firsttouch.txt "$RES"/firsttouch.err "$RES"/sleepers-warmup.txt "$RES"/pretouch.err "$RES"/syscalls.txt "$RES"/handover.txt "$RES"/lateness.txt "$RES"/sleepers.txt "$RES"/echo.txt "$RES"/http.txt "$RES"/service.txt "$RES"/scaling.txt "$RES"/db.txt "$RES"/hook.txt "$RES"/xmutex.txt "$RES"/fanout.txt "$RES"/diag.txt "$RES"/fairness.txt "$RES"/recovery.txt "$RES"/attack.txt "$RES"/meta.txt "$RES"/commands.txt "$RES"/*.err
 
 # Pinning: server and client on different cores when possible.
 CORES=$(nproc)
@@ -514,6 +535,14 @@ fi
     echo "recovery_kill_at=$RECOVERY_KILL_AT"
     echo "recovery_down=$RECOVERY_DOWN"
     echo "recovery_tasks=$RECOVERY_TASKS"
+    echo "attack_reps=$ATTACK_REPS"
+    echo "attack_conns=$ATTACK_CONNS"
+    echo "attack_pipe_conns=$ATTACK_PIPE_CONNS"
+    echo "attack_pipe_bytes=$ATTACK_PIPE_BYTES"
+    echo "attack_pipe_rcvbuf=$ATTACK_PIPE_RCVBUF"
+    echo "attack_settle=$ATTACK_SETTLE"
+    echo "attack_secs=$ATTACK_SECS"
+    echo "attack_client_conns=$ATTACK_CLIENT_CONNS"
     echo "stages=$STAGES"
     echo "runtimes=$RUNTIMES"
 } >"$RES/meta.txt"
@@ -642,7 +671,27 @@ ${PIN_SERVER:+$PIN_SERVER }bench/target/{release|fairbase/release}/http_yieldloo
 # killed (kill -KILL), and ${RECOVERY_DOWN} s later started again on the same port
 redis-server --port PORT --bind 127.0.0.1 --save '' --appendonly no --daemonize no --logfile '' &
 timeout $((${RECOVERY_SECS%.*} + 60)) bench/target/release/redis_recovery --route {pooled|multiplexed|on_tokio} --addr 127.0.0.1:PORT --secs ${RECOVERY_SECS} --tasks ${RECOVERY_TASKS}
+# attacks held open: a fresh server per run (yieldloop with ServeConfig's
+# defaults; hyper on tokio with a timer, so that its documented
+# header_read_timeout of 30 s applies, and max_buf_size at its documented
+# ~400 KB); VmRSS from /proc/SERVER_PID/status after one GET / and again
+# ${ATTACK_SETTLE} s after the attackers are in; the normal client runs meanwhile,
+# and again on the same server 1 s after they have gone; the attackers hold
+# until their stdin (a FIFO) ends
+${PIN_SERVER:+$PIN_SERVER }bench/target/release/http_{yieldloop|hyper --documented-limits} --addr 127.0.0.1:PORT &
+${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/http_attack --addr 127.0.0.1:PORT --kind {body|idle} --conns ${ATTACK_CONNS} <FIFO &
+${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/http_attack --addr 127.0.0.1:PORT --kind pipeline --conns ${ATTACK_PIPE_CONNS} --pipeline-bytes ${ATTACK_PIPE_BYTES} --path /page --rcvbuf ${ATTACK_PIPE_RCVBUF} <FIFO &
+# the half-open TLS handshake, against hyper on yieldloop (serve_tls, yieldloop-rustls)
+# and hyper on tokio (tokio-rustls), with a self-signed P-256 certificate
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout bench/target/attack-tls/key.pem -out bench/target/attack-tls/cert.pem -days 30 -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1
+${PIN_SERVER:+$PIN_SERVER }bench/target/release/{http_hyper_yieldloop|http_hyper --documented-limits} --addr 127.0.0.1:PORT --tls CERT.pem KEY.pem &
+${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/http_attack --addr 127.0.0.1:PORT --kind tls-hello --conns ${ATTACK_CONNS} <FIFO &
 EOF
+if [ "$HTTP_LOAD" = wrk ]; then
+    echo "${PIN_CLIENT:+$PIN_CLIENT }wrk -t1 -c ${ATTACK_CLIENT_CONNS} -d ${ATTACK_SECS}s --latency {http|https}://127.0.0.1:PORT/" >>"$RES/commands.txt"
+else
+    echo "${PIN_CLIENT:+$PIN_CLIENT }bench/target/release/http_load --addr 127.0.0.1:PORT --conns ${ATTACK_CLIENT_CONNS} --duration ${ATTACK_SECS} --warmup 0" >>"$RES/commands.txt"
+fi
 cat >>"$RES/commands.txt" <<EOF
 # the stackful floor of the sleepers workload (no runtime), like sleepers
 bench/target/release/rusage -o FILE -- timeout ${CELL_TIMEOUT} bench/target/release/sleepers_floor --n N
@@ -1841,6 +1890,202 @@ if want recovery; then
         done
     fi
     rm -f "$RES/cell.out" "$RES/cell.err"
+fi
+
+# ---------------------------------------------------------------- attack
+# The HTTP servers while attackers hold connections open
+# (bench/src/bin/http_attack.rs): a large declared body with one byte of
+# it sent, idle connections, pipelined requests whose answers are never
+# read. Per run: a fresh server, one GET / (so that what a first answer
+# touches is not counted as the attack's), VmRSS, the attackers connect
+# and write, ATTACK_SETTLE s, VmRSS again, then the normal client for
+# ATTACK_SECS while they hold, and once more when they have gone (the
+# run's own unattacked rate, after_rps); attack "none" is the normal
+# client alone on a fresh server.
+# The half-open TLS handshake (the first 100 bytes of a ClientHello) goes
+# to the TLS servers: hyper on yieldloop through with_hyper::serve_tls
+# (yieldloop_tls) and hyper on tokio through tokio-rustls (hyper_tls), with
+# a self-signed certificate made by openssl; without openssl, or with
+# http_load as the client (it has no TLS), those runs are skipped.
+
+# Resident memory of process $1 (kB).
+vmrss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+
+# The normal client against $addr ($1: http or https): the HTTP stage's
+# load generator over ATTACK_CLIENT_CONNS keep-alive connections of GET /.
+# Sets LOAD_OUT to its fields and returns 0, or sets LOAD_WHY and returns 1.
+attack_load() {
+    local raw rc t=$((${ATTACK_SECS%.*} + 30))
+    if [ "$HTTP_LOAD" = wrk ]; then
+        # shellcheck disable=SC2086
+        raw=$(timeout "$t" $PIN_CLIENT wrk -t1 -c "$ATTACK_CLIENT_CONNS" -d "${ATTACK_SECS}s" \
+            --latency "$1://$addr/" 2>"$RES/client.err" 7>&-)
+        rc=$?
+        LOAD_OUT=$(printf '%s\n' "$raw" | parse_wrk "$ATTACK_CLIENT_CONNS") || { [ $rc -eq 0 ] && rc=1; }
+    else
+        # shellcheck disable=SC2086
+        LOAD_OUT=$(timeout "$t" $PIN_CLIENT "$BIN/http_load" --addr "$addr" --conns "$ATTACK_CLIENT_CONNS" \
+            --duration "$ATTACK_SECS" --warmup 0 2>"$RES/client.err" 7>&-)
+        rc=$?
+        LOAD_OUT=${LOAD_OUT#http_load }
+    fi
+    [ $rc -eq 0 ] && [ -n "$LOAD_OUT" ] && return 0
+    case $rc in
+        124) LOAD_WHY="$HTTP_LOAD killed after $t s (timeout)" ;;
+        *) LOAD_WHY="$HTTP_LOAD exit $rc: $(tail -n1 "$RES/client.err")" ;;
+    esac
+    return 1
+}
+
+# The certificate and key of the TLS servers (made below).
+ATTACK_TLS=$BENCH/target/attack-tls
+# One run: server $1 (yieldloop, hyper, yieldloop_tls, hyper_tls), attack
+# $2 (none, body, idle, pipeline, tls-hello), rep $3; appends a record to
+# attack.txt.
+attack_cell() {
+    local server=$1 kind=$2 rep=$3 what="attack server=$1 kind=$2 rep=$3" scheme=http
+    local n=0 r0 r1 apid="" ready="" done_line="" fifo=$RES/attack.fifo reason="" att extra=() sargs=()
+    local during after=""
+    case $server in
+        yieldloop) sargs=(http_yieldloop) ;;
+        hyper) sargs=(http_hyper --documented-limits) ;;
+        yieldloop_tls) sargs=(http_hyper_yieldloop --tls "$ATTACK_TLS/cert.pem" "$ATTACK_TLS/key.pem") scheme=https ;;
+        hyper_tls) sargs=(http_hyper --documented-limits --tls "$ATTACK_TLS/cert.pem" "$ATTACK_TLS/key.pem") scheme=https ;;
+    esac
+    if ! start_server "${sargs[@]}"; then
+        echo "$what ok=0 reason=server did not start: $(tail -n1 "$RES/server.err")" >>"$RES/attack.txt"
+        return 1
+    fi
+    log "attack $server $kind run $rep/$ATTACK_REPS ($addr)"
+    curl -sk --max-time 5 -o /dev/null "$scheme://$addr/" 2>/dev/null
+    sleep 0.2
+    r0=$(vmrss_kb "$spid")
+    if [ "$kind" != none ]; then
+        case $kind in
+            pipeline)
+                n=$ATTACK_PIPE_CONNS
+                extra=(--pipeline-bytes "$ATTACK_PIPE_BYTES" --path /page --rcvbuf "$ATTACK_PIPE_RCVBUF")
+                ;;
+            *) n=$ATTACK_CONNS ;;
+        esac
+        rm -f "$fifo"
+        mkfifo "$fifo"
+        # Emptied first: the wait below must not find the last run's line.
+        : >"$RES/attack.out"
+        # Opened for reading and writing, so that neither end waits for the
+        # other; the attacker gets no copy of it (7>&-), so closing it here
+        # ends the attacker's stdin.
+        exec 7<>"$fifo"
+        # shellcheck disable=SC2086
+        $PIN_CLIENT "$BIN/http_attack" --addr "$addr" --kind "$kind" --conns "$n" "${extra[@]}" \
+            <"$fifo" >"$RES/attack.out" 2>"$RES/attack.err" 7>&- &
+        apid=$!
+        for _ in $(seq 1 600); do
+            ready=$(grep -m1 '^http_attack ready ' "$RES/attack.out")
+            [ -n "$ready" ] && break
+            kill -0 "$apid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if [ -z "$ready" ]; then
+            reason="the attacker did not get ready: $(tail -n1 "$RES/attack.err")"
+        else
+            sleep "$ATTACK_SETTLE"
+        fi
+    fi
+    r1=$(vmrss_kb "$spid")
+    if [ -z "$reason" ] && ! attack_load "$scheme"; then
+        reason=$LOAD_WHY
+    fi
+    if [ -n "$apid" ]; then
+        exec 7>&-
+        for _ in $(seq 1 300); do
+            kill -0 "$apid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill "$apid" 2>/dev/null
+        wait "$apid" 2>/dev/null
+        done_line=$(grep -m1 '^http_attack done ' "$RES/attack.out")
+        if [ -z "$reason" ] && [ -z "$done_line" ]; then
+            reason="the attacker did not finish: $(tail -n1 "$RES/attack.err")"
+        fi
+        # The same client once more on the same server, the attackers gone
+        # (1 s for the server to see their connections close): the run's
+        # own unattacked rate, measured seconds after the attacked one, so
+        # that the pair sees the machine in one state.
+        during=$LOAD_OUT
+        sleep 1
+        if [ -z "$reason" ] && attack_load "$scheme"; then
+            after="after_rps=$(grep -o 'rps=[0-9.]*' <<<"$LOAD_OUT" | head -n1 | cut -d= -f2)"
+            after="$after after_p99_us=$(grep -o 'p99_us=[0-9.]*' <<<"$LOAD_OUT" | cut -d= -f2)"
+        elif [ -z "$reason" ]; then
+            reason="after the attack: $LOAD_WHY"
+        fi
+        LOAD_OUT=$during
+    fi
+    if [ -z "$reason" ] && ! kill -0 "$spid" 2>/dev/null; then
+        reason="the server died: $(tail -n1 "$RES/server.err")"
+    fi
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    if [ -n "$reason" ] || [ -z "$r0" ] || [ -z "$r1" ]; then
+        echo "$what ok=0 reason=${reason:-VmRSS not read}" >>"$RES/attack.txt"
+        return 1
+    fi
+    att="attackers=0 connected=0"
+    if [ -n "$done_line" ]; then
+        att="attackers=$n $(grep -o 'connected=[0-9]* failed=[0-9]* bytes_per_conn=[0-9]*' <<<"$ready")"
+        att="$att $(grep -o 'closed_by_server=[0-9]* answered_bytes=[0-9]*' <<<"$done_line")"
+    fi
+    echo "attack server=$server kind=$kind rep=$rep $att rss0_kb=$r0 rss1_kb=$r1 nofile=$(ulimit -n) load=$HTTP_LOAD $LOAD_OUT${after:+ $after} ok=1" >>"$RES/attack.txt"
+}
+
+if want attack; then
+    case $HTTP_LOAD in
+        none*)
+            why=${HTTP_LOAD#none (}
+            log "attack: skipped: ${why%)}"
+            echo "attack ok=0 skipped=1 reason=${why%)}" >>"$RES/attack.txt"
+            ;;
+        *)
+            # A subshell: a limit on open files raised for the servers and
+            # the attackers ends with the stage.
+            (
+                need=$(((ATTACK_CONNS > ATTACK_PIPE_CONNS ? ATTACK_CONNS : ATTACK_PIPE_CONNS) + ATTACK_CLIENT_CONNS + 256))
+                if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$need" ]; then
+                    ulimit -n "$need" 2>/dev/null ||
+                        log "note: attack: ulimit -n $need failed (hard limit $(ulimit -Hn)); runs may fail"
+                fi
+                tls=""
+                if [ "$HTTP_LOAD" != wrk ]; then
+                    tls="$HTTP_LOAD has no TLS"
+                elif ! command -v openssl >/dev/null; then
+                    tls="openssl not found, so no certificate"
+                elif ! mkdir -p "$ATTACK_TLS" || ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+                    -nodes -keyout "$ATTACK_TLS/key.pem" -out "$ATTACK_TLS/cert.pem" -days 30 -subj /CN=localhost \
+                    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>"$RES/client.err"; then
+                    tls="openssl req failed: $(tail -n1 "$RES/client.err")"
+                fi
+                if [ -n "$tls" ]; then
+                    log "note: attack: no TLS runs: $tls"
+                    echo "attack kind=tls-hello ok=0 skipped=1 reason=$tls" >>"$RES/attack.txt"
+                fi
+                for rep in $(seq 1 "$ATTACK_REPS"); do
+                    for server in $(in_turn "$rep" yieldloop hyper); do
+                        for kind in $(in_turn "$rep" none body idle pipeline); do
+                            attack_cell "$server" "$kind" "$rep"
+                        done
+                    done
+                    [ -z "$tls" ] || continue
+                    for server in $(in_turn "$rep" yieldloop_tls hyper_tls); do
+                        for kind in $(in_turn "$rep" none tls-hello); do
+                            attack_cell "$server" "$kind" "$rep"
+                        done
+                    done
+                done
+            )
+            rm -f "$RES/attack.fifo" "$RES/attack.out" "$RES/attack.err" "$RES/server.err" "$RES/client.err"
+            ;;
+    esac
 fi
 
 # ---------------------------------------------------------------- report

@@ -19,6 +19,16 @@ pub fn addr_arg(prog: &str) -> String {
     addr
 }
 
+/// The body of `GET /page` on the HTTP benchmark servers (`http_yieldloop`,
+/// `http_hyper`): an answer of a few KB, for the pipelining attack of
+/// run.sh's `attack` stage (many such answers for a few bytes of requests).
+pub static PAGE: [u8; 4096] = [b'.'; 4096];
+
+/// The largest body `POST /upload` takes on the HTTP benchmark servers: the
+/// yieldloop server's default `max_body`, and the `Limited` the hyper one
+/// collects through.
+pub const UPLOAD_MAX: usize = 1024 * 1024;
+
 /// Redis connections the native service may open (its pool's maximum): one
 /// per load connection of the benchmark, so that no request waits for one.
 pub const SERVICE_REDIS_CONNS: usize = 64;

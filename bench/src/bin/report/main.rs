@@ -66,6 +66,12 @@
 //!   first_fail_unix=.. recovered_unix=.. slowest_fail_ms=.. slowest_ok_ms=.. killed_unix=.. restarted_unix=..`
 //!   (the fields of `redis_recovery`, then the times run.sh killed and restarted the server),
 //!   `recovery route=.. rep=.. ok=0 reason=..`, or `recovery ok=0 skipped=1 reason=..`.
+//! - `attack.txt`: `attack server=yieldloop|hyper|yieldloop_tls|hyper_tls kind=none|body|idle|pipeline|tls-hello
+//!   rep=.. attackers=.. connected=.. failed=.. bytes_per_conn=.. closed_by_server=.. answered_bytes=.. rss0_kb=..
+//!   rss1_kb=.. nofile=..`, the same load fields as `http.txt`, then `after_rps=.. after_p99_us=..` (the client
+//!   again once the attackers had gone), `... ok=1` (`kind=none`: `attackers=0 connected=0` and no `after_`
+//!   fields), `attack server=.. kind=.. rep=.. ok=0 reason=..`, `attack kind=tls-hello ok=0 skipped=1 reason=..`
+//!   when the TLS runs could not be made, or `attack ok=0 skipped=1 reason=..` when the stage did not run.
 //! - `http2.txt`: `http2 kind=setup h2load=.. conns=.. streams=.. n=.. warmup_n=.. reps=.. pin_server=..
 //!   pin_client=.. clk_tck=.. date=.. load_start=..` (spaces as `_` or `/`), then per run
 //!   `http2 server=hyper|hyper_yieldloop rep=.. conns=.. streams=.. utime=.. stime=.. oncpu_ns=.. secs=.. rps=..
@@ -76,11 +82,12 @@
 //! - `commands.txt`: the command lines, copied into the document.
 //!
 //! One module per section of the document (`machine`, `targets`, `peers`
-//! for Go and the stackful floor, `sleepers`, `echo`, `http`, `http2`, `service`, `scaling`,
+//! for Go and the stackful floor, `sleepers`, `echo`, `http`, `http2`, `attack`, `service`, `scaling`,
 //! `handover`, `lateness`, `db`, `hook`, `fanout`, `diag`, `fairness`, `recovery`, `commands`), `svg` for the plot and `data` for
 //! the records and number formats they share; `markdown` puts the sections
 //! in order.
 
+mod attack;
 mod commands;
 mod data;
 mod db;
@@ -164,6 +171,7 @@ fn main() {
         diag: read_recs(&a.results.join("diag.txt")),
         fairness: read_recs(&a.results.join("fairness.txt")),
         recovery: read_recs(&a.results.join("recovery.txt")),
+        attack: read_recs(&a.results.join("attack.txt")),
     };
     sleepers::mark_cold(
         &mut recs.sleepers,
@@ -232,6 +240,7 @@ struct Results {
     pub diag: Vec<Rec>,
     pub fairness: Vec<Rec>,
     pub recovery: Vec<Rec>,
+    pub attack: Vec<Rec>,
 }
 
 /// `target` relative to `dir` when it lies below it (for the image link).
@@ -281,6 +290,7 @@ fn markdown(
     );
     http::section(w, &recs.http, &|k| m(k).to_string(), clk_tck);
     http2::section(w, &recs.http2);
+    attack::section(w, &recs.attack, &|k| m(k).to_string());
     service::section(w, &recs.service, &|k| m(k).to_string(), clk_tck);
     scaling::section(w, &recs.scaling, &|k| m(k).to_string());
     handover::section(w, &recs.handover, &|k| m(k).to_string());

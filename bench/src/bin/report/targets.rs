@@ -181,6 +181,7 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
     crate::hook::target_rows(w, &recs.hook, &recs.service, clk_tck);
     crate::fairness::target_rows(w, &recs.fairness);
     crate::http2::target_row(w, &recs.http2);
+    crate::attack::target_rows(w, &recs.attack);
     let _ = writeln!(w);
 }
 
