@@ -61,6 +61,10 @@ const LINGER_BYTES: usize = 256 * 1024;
 /// of a long keep-alive connection.
 const KEEP_BUF: usize = 64 * 1024;
 
+/// The read buffer a connection starts with; it grows to `max_head` for a
+/// head that long, and further for a body.
+const FIRST_BUF: usize = 1024;
+
 /// What one connection did, for the server's summary.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ConnStats {
@@ -135,7 +139,9 @@ where
         stream,
         config,
         peer: stream.peer_addr().ok(),
-        buf: vec![0; config.max_head.max(64)],
+        // Small at first: an idle or a slow connection holds 1 KiB, not
+        // `max_head` (8 KiB, zeroed, so resident); a longer head grows it.
+        buf: vec![0; FIRST_BUF.min(config.max_head.max(64))],
         start: 0,
         end: 0,
         out: Vec::with_capacity(512),
@@ -315,6 +321,12 @@ impl Conn<'_> {
                             return self.close();
                         }
                         self.compact();
+                        // A head longer than the buffer: double it, up to
+                        // `max_head` (reached only by a head that long).
+                        if self.end == self.buf.len() {
+                            let len = (self.buf.len() * 2).min(self.config.max_head.max(64));
+                            self.buf.resize(len.max(self.end + 1), 0);
+                        }
                         if self.buf.len() > KEEP_BUF.max(self.config.max_head) && self.end == 0 {
                             self.buf.truncate(self.config.max_head.max(64));
                             self.buf.shrink_to_fit();

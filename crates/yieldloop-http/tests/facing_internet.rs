@@ -339,3 +339,28 @@ fn deadlines_cover_whole_phases() {
     assert!(read_to_close(&mut r).is_empty());
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
 }
+
+/// A head longer than the small buffer a connection starts with (1 KiB)
+/// is read whole, in pieces, and its headers reach the handler; one just
+/// past `max_head` still gets 431.
+#[test]
+fn a_head_longer_than_the_first_buffer_is_read_whole() {
+    let server = Running::start(ServeConfig::default(), |req: &Request<'_>| {
+        Response::text(200, format!("{}", req.header("x-long").map_or(0, str::len)))
+    });
+    let (mut s, mut r) = raw(server.addr);
+    let long = "y".repeat(5000);
+    for piece in format!("GET / HTTP/1.1\r\nHost: t\r\nX-Long: {long}\r\n\r\n")
+        .as_bytes()
+        .chunks(700)
+    {
+        s.write_all(piece).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let a = read_answer(&mut r, false);
+    assert_eq!((a.status, a.body.as_slice()), (200, &b"5000"[..]));
+    let too_long = "y".repeat(9000);
+    s.write_all(format!("GET / HTTP/1.1\r\nHost: t\r\nX-Long: {too_long}\r\n\r\n").as_bytes())
+        .unwrap();
+    assert_eq!(read_answer(&mut r, false).status, 431);
+}
