@@ -770,11 +770,17 @@ fn sigquit_prints_a_task_dump_and_the_server_goes_on() {
     // connection; both backtraces run through the example's functions.
     let waiting = server.line("task ", SERVER_TIMEOUT);
     let mut lines = vec![waiting];
+    // Until every expected line came: resolving the backtraces' names can
+    // leave long gaps between lines on a loaded machine.
+    let needles = ["waiting on fd", "waiting on a connection on fd", "echo_server::"];
     let deadline = Instant::now() + SERVER_TIMEOUT;
     while Instant::now() < deadline {
-        match server.stderr.recv_timeout(Duration::from_millis(300)) {
-            Ok(l) => lines.push(l),
-            Err(_) => break,
+        let text = lines.join("\n");
+        if needles.iter().all(|n| text.contains(n)) {
+            break;
+        }
+        if let Ok(l) = server.stderr.recv_timeout(Duration::from_millis(300)) {
+            lines.push(l);
         }
     }
     let text = lines.join("\n");
