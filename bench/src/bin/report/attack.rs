@@ -212,7 +212,7 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
         "Attackers hold connections open against one server thread while a \
          normal client is served beside them (`bench/src/bin/http_attack.rs`, one \
          thread of blocking std sockets that connects, writes its attack and waits). \
-         **yieldloop**: `yieldloop_http::ServeConfig::default()` (8 KiB head buffer, \
+         **yieldloop**: `yieldloop_http::ServeConfig::default()` (a 1 KiB read buffer that grows up to the 8 KiB head limit, \
          30 s for a whole head, 60 s for a whole body, 64 KiB of unwritten answers, \
          a connection cap from the descriptor limit, {nofile} here). **hyper on \
          tokio** (`http_hyper --documented-limits`, `current_thread`): hyper 1.x's \
