@@ -772,7 +772,11 @@ fn sigquit_prints_a_task_dump_and_the_server_goes_on() {
     let mut lines = vec![waiting];
     // Until every expected line came: resolving the backtraces' names can
     // leave long gaps between lines on a loaded machine.
-    let needles = ["waiting on fd", "waiting on a connection on fd", "echo_server::"];
+    let needles = [
+        "waiting on fd",
+        "waiting on a connection on fd",
+        "echo_server::",
+    ];
     let deadline = Instant::now() + SERVER_TIMEOUT;
     while Instant::now() < deadline {
         let text = lines.join("\n");
