@@ -214,6 +214,52 @@ impl TcpStream {
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.inner.read_with(|s| s.peek(buf))
     }
+
+    /// Pauses the calling task until more data (or the end of the stream,
+    /// or an error) may have arrived, without reading anything, or until
+    /// the [read timeout](Self::set_read_timeout) passes: for a protocol
+    /// that [`peek`](Self::peek)s until a whole message is queued before it
+    /// reads it (as tokio's `TcpStream::readable`).
+    ///
+    /// Readiness is an edge: call it after a read or peek that found
+    /// nothing or not enough, and it waits for what arrives after that
+    /// call; called before any, it may wait for data that is already
+    /// there.
+    ///
+    /// # Errors
+    ///
+    /// `TimedOut` past the read timeout; `Unsupported` outside a task of
+    /// the scheduler the stream belongs to; `Interrupted` while the task
+    /// is cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use yieldloop::net::{TcpListener, TcpStream};
+    ///
+    /// yieldloop::run(|| {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let addr = listener.local_addr().unwrap();
+    ///     let client = yieldloop::spawn(move || {
+    ///         let mut s = TcpStream::connect(addr).unwrap();
+    ///         s.write_all(b"he").unwrap();
+    ///         yieldloop::sleep(std::time::Duration::from_millis(20));
+    ///         s.write_all(b"llo").unwrap();
+    ///     });
+    ///     let (server, _) = listener.accept().unwrap();
+    ///     // Wait until all five bytes are queued, reading none of them.
+    ///     let mut buf = [0u8; 5];
+    ///     while server.peek(&mut buf).unwrap() < 5 {
+    ///         server.readable().unwrap();
+    ///     }
+    ///     assert_eq!(&buf, b"hello");
+    ///     client.join().unwrap();
+    /// });
+    /// ```
+    pub fn readable(&self) -> io::Result<()> {
+        self.inner.readable()
+    }
 }
 
 blocking_style_io!(TcpStream);

@@ -18,7 +18,9 @@
 //! which costs a second parse only for those requests. Answers wait in
 //! `out` only up to `max_unwritten` bytes: past that they are written
 //! before another request is read, so a client that pipelines and does not
-//! read is held by its own socket (back-pressure), not buffered for.
+//! read is held by its own socket (back-pressure), not buffered for. A
+//! body of 4 KiB or more is never copied into `out`: it is written from
+//! the handler's bytes, after the answers before it, in one vectored write.
 //!
 //! Every phase has one deadline, set when it starts and never moved by a
 //! read: the head (`header_timeout`, from the first byte, or from the
@@ -60,6 +62,14 @@ const LINGER_BYTES: usize = 256 * 1024;
 /// large answer, so that one big request does not pin memory for the rest
 /// of a long keep-alive connection.
 const KEEP_BUF: usize = 64 * 1024;
+
+/// A body of at least this many bytes is written from where the handler
+/// left it (its `'static` bytes, or its own vector), beside the answers
+/// before it in one vectored write, never copied into the answer buffer:
+/// that buffer holds heads and small bodies only, so a connection that
+/// has sent large answers keeps no copy of them, and a pipelining client
+/// that does not read holds little more than its socket.
+const WRITE_IN_PLACE: usize = 4096;
 
 /// The read buffer a connection starts with; it grows to `max_head` for a
 /// head that long, and further for a body.
@@ -300,7 +310,7 @@ impl Conn<'_> {
                         if expect && !self.continued {
                             self.continued = true;
                             self.flush()?;
-                            self.send(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+                            self.send_parts(b"HTTP/1.1 100 Continue\r\n\r\n", &[])?;
                         }
                         continue;
                     }
@@ -437,8 +447,11 @@ impl Conn<'_> {
         self.start += used;
         (self.deadline, self.continued, self.fresh) = (None, false, false);
         if let Some(body) = answered.later {
-            self.flush()?;
-            self.send(&body)?;
+            let out = std::mem::take(&mut self.out);
+            let sent = self.send_parts(&out, &body);
+            self.out = out;
+            sent?;
+            self.recycle_out();
         } else if self.out.len() >= self.config.max_unwritten {
             // Back-pressure: the next request is read only once these
             // answers are on their way.
@@ -503,31 +516,32 @@ impl Conn<'_> {
     /// Writes the pending answers.
     fn flush(&mut self) -> io::Result<()> {
         if !self.out.is_empty() {
-            self.send_out()?;
-            self.out.clear();
-            if self.out.capacity() > KEEP_BUF {
-                self.out = Vec::with_capacity(512);
-            }
+            let out = std::mem::take(&mut self.out);
+            let sent = self.send_parts(&out, &[]);
+            self.out = out;
+            sent?;
+            self.recycle_out();
         }
         Ok(())
     }
 
-    /// [`send`](Self::send) for `out`, which `send` cannot borrow beside
-    /// `self`.
-    fn send_out(&mut self) -> io::Result<()> {
-        let out = std::mem::take(&mut self.out);
-        let sent = self.send(&out);
-        self.out = out;
-        sent
+    /// Empties `out` once written, and gives back a buffer grown past
+    /// [`KEEP_BUF`] by a large batch.
+    fn recycle_out(&mut self) {
+        self.out.clear();
+        if self.out.capacity() > KEEP_BUF {
+            self.out = Vec::with_capacity(512);
+        }
     }
 
-    /// Writes `data` whole within the write timeout: one deadline for all
-    /// of it, not one per write, so that a client taking a few bytes now
-    /// and then cannot stretch it.
-    fn send(&self, mut data: &[u8]) -> io::Result<()> {
+    /// Writes `data` and then `more` whole (together, in vectored writes)
+    /// within the write timeout: one deadline for all of it, not one per
+    /// write, so that a client taking a few bytes now and then cannot
+    /// stretch it.
+    fn send_parts(&self, mut data: &[u8], mut more: &[u8]) -> io::Result<()> {
         let deadline = self.config.write_timeout.map(|t| Instant::now() + t);
         let mut first = true;
-        while !data.is_empty() {
+        while !data.is_empty() || !more.is_empty() {
             if let (false, Some(deadline)) = (first, deadline) {
                 // A deadline <= now is due.
                 let left = deadline
@@ -537,9 +551,20 @@ impl Conn<'_> {
                 self.stream.set_write_timeout(Some(left))?;
             }
             first = false;
-            match (&*self.stream).write(data) {
+            let written = if more.is_empty() {
+                (&*self.stream).write(data)
+            } else if data.is_empty() {
+                (&*self.stream).write(more)
+            } else {
+                (&*self.stream).write_vectored(&[io::IoSlice::new(data), io::IoSlice::new(more)])
+            };
+            match written {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => data = &data[n..],
+                Ok(n) => {
+                    let of_data = n.min(data.len());
+                    data = &data[of_data..];
+                    more = &more[n - of_data..];
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -590,13 +615,14 @@ impl Conn<'_> {
 struct Answered {
     /// Whether the connection stays open.
     keep: bool,
-    /// A body too large to copy into `out`: written after it, on its own.
+    /// A body not to copy into `out` (see [`WRITE_IN_PLACE`]): written
+    /// right after it, in the same vectored writes.
     later: Option<Cow<'static, [u8]>>,
 }
 
 /// Calls the handler and appends its answer to `out` (its head only, if
-/// its body is larger than `max_unwritten`: the body is handed back to be
-/// written as it is). A function of its own, not a method, since the
+/// its body is at least [`WRITE_IN_PLACE`] or larger than `max_unwritten`:
+/// the body is handed back to be written as it is). A function of its own, not a method, since the
 /// request borrows the connection's read buffer meanwhile.
 fn answer<H>(
     handler: &H,
@@ -631,7 +657,9 @@ where
     // Read after the handler: a drain that began while it ran closes too.
     let keep = keep && !watch.draining.get();
     let head_only = head.req.method == "HEAD";
-    let later = !head_only && !bodiless(resp.status) && resp.body.len() > config.max_unwritten;
+    let later = !head_only
+        && !bodiless(resp.status)
+        && (resp.body.len() >= WRITE_IN_PLACE || resp.body.len() > config.max_unwritten);
     match write_answer(out, &resp, head_only, keep, !later) {
         Ok(asked_close) => Answered {
             keep: keep && !asked_close,

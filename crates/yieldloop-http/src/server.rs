@@ -104,8 +104,8 @@ pub struct ServeConfig {
     pub write_timeout: Option<Duration>,
     /// How many bytes of answers may wait for a pipelining client before
     /// the server writes them and stops reading its requests until they
-    /// are taken. An answer whose body alone is larger is written from
-    /// the handler's body, not copied.
+    /// are taken. A body of 4 KiB or more, or larger than this, is
+    /// written from the handler's bytes, not copied (and does not wait).
     pub max_unwritten: usize,
     /// Most connections open at once, over all workers (each worker takes
     /// an equal share, at least one). Past it a worker stops accepting

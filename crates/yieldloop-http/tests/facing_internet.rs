@@ -84,6 +84,58 @@ fn pipelining_without_reading_is_held_back() {
     drop(s);
 }
 
+/// Bodies of 4 KiB and more are written from the handler's bytes, beside
+/// the answers waiting before them, not copied: pipelined answers of
+/// every size, `'static` and owned, come back whole and in order, through
+/// the partial writes of a socket whose reader is slow to start.
+#[test]
+fn large_bodies_are_written_in_place_in_order() {
+    static PAGE: [u8; 5000] = {
+        let mut page = [0u8; 5000];
+        let mut i = 0;
+        while i < page.len() {
+            page[i] = b'a' + (i % 26) as u8;
+            i += 1;
+        }
+        page
+    };
+    let owned = |n: usize| (0..n).map(|i| (i % 251) as u8).collect::<Vec<u8>>();
+    let server = Running::start(ServeConfig::default(), move |req: &Request<'_>| {
+        match req.path() {
+            "/page" => Response::new(200).body(&PAGE[..]),
+            "/owned" => Response::new(200).body(owned(300_000)),
+            "/exact" => Response::new(200).body(owned(4096)),
+            _ => Response::text(200, "small"),
+        }
+    });
+    let (mut s, mut r) = raw(server.addr);
+    let paths = [
+        "/", "/page", "/owned", "/", "/exact", "/page", "/", "/owned", "/",
+    ];
+    let mut requests = Vec::new();
+    for p in paths {
+        requests.extend_from_slice(format!("GET {p} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+    }
+    s.write_all(&requests).unwrap();
+    // Let the server fill the socket before anything is read.
+    std::thread::sleep(Duration::from_millis(200));
+    for p in paths {
+        let a = read_answer(&mut r, false);
+        assert_eq!(a.status, 200, "{p}");
+        let want: Vec<u8> = match p {
+            "/page" => PAGE.to_vec(),
+            "/owned" => owned(300_000),
+            "/exact" => owned(4096),
+            _ => b"small".to_vec(),
+        };
+        assert!(
+            a.body == want,
+            "{p}: a body of {} bytes differs",
+            a.body.len()
+        );
+    }
+}
+
 /// Finding 3, the slow reader: one deadline covers writing a whole answer,
 /// so a client that takes a little now and then cannot hold the server's
 /// buffer for longer than `write_timeout`.

@@ -166,6 +166,81 @@ fn a_dripping_client_meets_the_handshake_deadline() {
     dripper.join().unwrap();
 }
 
+/// `await_hello` waits for the client's first record whole, however it is
+/// split, and reads none of it: the handshake that follows gets all of
+/// it, with the deadline's rest. A client that is not speaking TLS is not
+/// waited for: its refusal comes at once, not at the deadline.
+#[test]
+fn the_hello_is_awaited_whole_and_left_for_the_handshake() {
+    let (acceptor, _, cert, _) = pair();
+    let acceptor = acceptor.handshake_timeout(Some(Duration::from_secs(10)));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let client = std::thread::spawn(move || {
+        let mut roots = RootCertStore::empty();
+        for c in rustls_pemfile_certs(&cert) {
+            roots.add(c).unwrap();
+        }
+        let config = std::sync::Arc::new(yieldloop_rustls::client_config(roots));
+        let name = "localhost".try_into().unwrap();
+        let mut conn = yieldloop_rustls::rustls::ClientConnection::new(config, name).unwrap();
+        let mut hello = Vec::new();
+        conn.write_tls(&mut hello).unwrap();
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        // The record header in two pieces, then the rest of the record.
+        for piece in [&hello[..3], &hello[3..9], &hello[9..]] {
+            s.write_all(piece).unwrap();
+            std::thread::sleep(Duration::from_millis(60));
+        }
+        while conn.is_handshaking() {
+            conn.complete_io(&mut s).unwrap();
+        }
+        let mut tls = yieldloop_rustls::rustls::StreamOwned::new(conn, s);
+        tls.write_all(b"whole\n").unwrap();
+        let mut back = [0u8; 6];
+        tls.read_exact(&mut back).unwrap();
+        assert_eq!(&back, b"whole\n");
+        // Not TLS at all.
+        let mut plain = std::net::TcpStream::connect(addr).unwrap();
+        plain.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    yieldloop::run(move || {
+        let listener = TcpListener::from_std(listener).unwrap();
+        let (stream, _) = listener.accept().unwrap();
+        let start = Instant::now();
+        let rest = acceptor.await_hello(&stream).unwrap();
+        let waited = start.elapsed();
+        // Three pieces 60 ms apart: the wait ended with the last.
+        assert!(waited >= Duration::from_millis(100), "{waited:?}");
+        let mut tls = BufReader::new(rest.accept(stream).unwrap());
+        let mut line = String::new();
+        tls.read_line(&mut line).unwrap();
+        tls.get_mut().write_all(line.as_bytes()).unwrap();
+        assert_eq!(line, "whole\n");
+
+        let (plain, _) = listener.accept().unwrap();
+        let start = Instant::now();
+        let err = acceptor.accept(plain).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+    });
+    client.join().unwrap();
+}
+
+/// The certificates of a PEM text.
+fn rustls_pemfile_certs(
+    pem: &str,
+) -> Vec<yieldloop_rustls::rustls::pki_types::CertificateDer<'static>> {
+    let path = scratch("hello").join("cert.pem");
+    std::fs::write(&path, pem).unwrap();
+    yieldloop_rustls::load_certs(&path).unwrap()
+}
+
 /// A connector trusting another certificate refuses the server; the
 /// server goes on serving a client that trusts it.
 #[test]

@@ -109,8 +109,40 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
+    spawn_hyper_task_after(|| (), move |()| make())
+}
+
+/// [`spawn_hyper_task`], with `prepare` run first in the new task and its
+/// result handed to `make`. `prepare` may pause (a TLS server waits there
+/// for the client's hello): it runs in a shallow frame, and the frame
+/// that holds the future, which may span several pages (each touched on
+/// entry by the stack probe), is entered only after it.
+pub(crate) fn spawn_hyper_task_after<P, T, M, F>(
+    prepare: P,
+    make: M,
+) -> yieldloop::JoinHandle<F::Output>
+where
+    P: FnOnce() -> T + 'static,
+    M: FnOnce(T) -> F + 'static,
+    F: Future + 'static,
+    F::Output: 'static,
+{
     yieldloop::Builder::new()
         .stack_size(HYPER_TASK_STACK_SIZE)
-        .spawn(move || yieldloop::block_on(make()))
+        .spawn(move || {
+            let prepared = prepare();
+            drive(make, prepared)
+        })
         .expect("a task for hyper's work")
+}
+
+/// Makes the future and drives it to its end: out of line, so that its
+/// frame (the future) is entered only when this is called.
+#[inline(never)]
+fn drive<T, M, F>(make: M, prepared: T) -> F::Output
+where
+    M: FnOnce(T) -> F,
+    F: Future,
+{
+    yieldloop::block_on(make(prepared))
 }

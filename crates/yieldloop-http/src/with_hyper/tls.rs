@@ -12,7 +12,7 @@ use yieldloop::net::TcpListener;
 use yieldloop_rustls::TlsAcceptor;
 
 use super::auto::{auto_builder, serve_io_auto};
-use super::rt::{spawn_hyper_task, YieldloopExecutor};
+use super::rt::{spawn_hyper_task_after, YieldloopExecutor};
 use super::server::accept_loop;
 
 /// The ALPN protocols [`serve_tls`] offers, most preferred first.
@@ -55,10 +55,23 @@ pub fn serve_tls_with<S, B>(
 {
     let acceptor = acceptor.alpn(ALPN_H2_HTTP1);
     accept_loop(&listener, |stream| {
-        let (acceptor, builder, service) = (acceptor.clone(), builder.clone(), service.clone());
-        let conn = move || async move {
+        let (builder, service) = (builder.clone(), service.clone());
+        // On the connection's task, in a shallow frame before its future
+        // exists: a client that sends part of a ClientHello and stalls
+        // holds this pause, not a session and a deep handshake stack.
+        let wait = {
+            let acceptor = acceptor.clone();
+            move || {
+                let hello = acceptor.await_hello(&stream);
+                (hello, stream)
+            }
+        };
+        let conn = move |(hello, stream): (std::io::Result<TlsAcceptor>, _)| async move {
             // A failed handshake (a deadline passed, a client that does
             // not speak TLS) concerns that client only.
+            let Ok(acceptor) = hello else {
+                return;
+            };
             let Ok(tls) = acceptor.accept_async(stream).await else {
                 return;
             };
@@ -69,6 +82,6 @@ pub fn serve_tls_with<S, B>(
             };
             serve_io_auto(&builder, TokioIo::new(tls), service).await;
         };
-        drop(spawn_hyper_task(conn));
+        drop(spawn_hyper_task_after(wait, conn));
     });
 }
