@@ -139,7 +139,7 @@ pub fn target_rows(w: &mut String, recs: &[Rec]) {
         };
         let rows = [
             (
-                format!("HTTP server under attack, {title}: resident memory per attacking connection"),
+                format!("{TARGET_PREFIX} {title}: resident memory per attacking connection"),
                 med(per_conn(recs, ours, kind)),
                 "bytes",
                 Bound::Ratio(
@@ -150,7 +150,7 @@ pub fn target_rows(w: &mut String, recs: &[Rec]) {
             ),
             (
                 format!(
-                    "HTTP server under attack, {title}: a normal client's time per request (1 / requests per second; at least 0.9 of its unattacked rate)"
+                    "{TARGET_PREFIX} {title}: a normal client's time per request (1 / requests per second; at least 0.9 of its unattacked rate)"
                 ),
                 us_per_req(ours, kind),
                 "µs",
@@ -182,8 +182,13 @@ fn attack_title(kind: &str) -> &'static str {
     }
 }
 
+/// The section's heading.
+pub const HEADING: &str = "## HTTP servers under attack";
+/// How this stage's Targets rows begin.
+pub const TARGET_PREFIX: &str = "HTTP server under attack,";
+
 pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
-    let _ = writeln!(w, "## HTTP servers under attack\n");
+    let _ = writeln!(w, "{HEADING}\n");
     if !m("stages").split_whitespace().any(|s| s == "attack") {
         let _ = writeln!(w, "Not run in this run (stage `attack`).\n");
         return;

@@ -192,51 +192,10 @@ pub fn target_row(w: &mut String, recs: &[Rec]) {
 }
 
 /// `page` with its HTTP/2 section replaced by `section` (which starts with
-/// [`HEADING`]) or, where it has none, put after the HTTP servers section
-/// (or before `## Commands`, or at the end); and with its Targets row
-/// replaced by `target` (one table row), or added at the end of that table.
+/// [`HEADING`]) or, where it has none, put after the HTTP servers section;
+/// and with its Targets row replaced by `target` (one table row), or added
+/// at the end of that table.
 pub fn splice(page: &str, section: &str, target: &str) -> String {
-    // Where the `## ` section that starts at `from` ends.
-    let end_of = |from: usize| {
-        page[from + 1..]
-            .find("\n## ")
-            .map_or(page.len(), |i| from + 1 + i + 1)
-    };
-    let find = |heading: &str| page.find(&format!("\n{heading}\n")).map(|i| i + 1);
-    let (from, to) = match find(HEADING) {
-        Some(s) => (s, end_of(s)),
-        None => {
-            let at = find("## HTTP servers")
-                .map(end_of)
-                .or_else(|| find("## Commands"))
-                .unwrap_or(page.len());
-            (at, at)
-        }
-    };
-    let page = format!("{}{}{}", &page[..from], section, &page[to..]);
-    splice_row(&page, target)
-}
-
-/// `page` with the Targets row starting `| TARGET_WHAT |` replaced by
-/// `target`, or `target` added after the table's last row.
-fn splice_row(page: &str, target: &str) -> String {
-    let Some(start) = page.find("\n## Targets\n").map(|i| i + 1) else {
-        return page.to_string();
-    };
-    let end = page[start + 1..]
-        .find("\n## ")
-        .map_or(page.len(), |i| start + 1 + i + 1);
-    let mut lines: Vec<&str> = page[start..end].lines().collect();
-    let old = format!("| {TARGET_WHAT} |");
-    let target = target.trim_end();
-    if let Some(i) = lines.iter().position(|l| l.starts_with(&old)) {
-        lines[i] = target;
-    } else if let Some(i) = lines.iter().rposition(|l| l.starts_with('|')) {
-        lines.insert(i + 1, target);
-    } else {
-        return page.to_string();
-    }
-    let mut table = lines.join("\n");
-    table.push('\n');
-    format!("{}{}{}", &page[..start], table, &page[end..])
+    let page = crate::splice::section(page, HEADING, "## HTTP servers", section);
+    crate::splice::target_rows(&page, &format!("{TARGET_WHAT} |"), target)
 }

@@ -106,6 +106,7 @@ mod recovery;
 mod scaling;
 mod service;
 mod sleepers;
+mod splice;
 mod svg;
 mod targets;
 mod xmutex;
@@ -138,10 +139,12 @@ fn args() -> Args {
             "--results" => a.results = v.into(),
             "--md" => a.md = v.into(),
             "--svg" => a.svg = v.into(),
-            "--section" if v == "recovery" || v == "http2" => a.section = Some(v),
+            "--section" if ["recovery", "http2", "attack"].contains(&v.as_str()) => {
+                a.section = Some(v)
+            }
             _ => {
                 eprintln!(
-                    "usage: report --results DIR --md FILE (--svg FILE | --section recovery|http2)"
+                    "usage: report --results DIR --md FILE (--svg FILE | --section recovery|http2|attack)"
                 );
                 std::process::exit(2);
             }
@@ -191,6 +194,21 @@ fn main() {
             std::process::exit(1);
         }
         eprintln!("report: wrote the http2 section into {}", a.md.display());
+        return;
+    }
+    if a.section.as_deref() == Some("attack") {
+        let m = |k: &str| meta.get(k).cloned().unwrap_or_else(|| "?".into());
+        let (mut section, mut rows) = (String::new(), String::new());
+        attack::section(&mut section, &recs.attack, &m);
+        attack::target_rows(&mut rows, &recs.attack);
+        let page = std::fs::read_to_string(&a.md).unwrap_or_default();
+        let page = splice::section(&page, attack::HEADING, "## HTTP/2 servers", &section);
+        let page = splice::target_rows(&page, attack::TARGET_PREFIX, &rows);
+        if let Err(e) = std::fs::write(&a.md, page) {
+            eprintln!("report: writing {}: {e}", a.md.display());
+            std::process::exit(1);
+        }
+        eprintln!("report: wrote the attack section into {}", a.md.display());
         return;
     }
     if a.section.is_some() {

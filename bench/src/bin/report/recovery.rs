@@ -101,21 +101,8 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
 }
 
 /// `page` with its recovery section replaced by `section` (which starts
-/// with [`HEADING`]), or, where it has none, `section` put before the
-/// `## Commands` section (or at the end).
+/// with [`HEADING`]), or, where it has none, `section` put after the
+/// fairness section (or before `## Commands`, or at the end).
 pub fn splice(page: &str, section: &str) -> String {
-    let start = page.find(&format!("\n{HEADING}\n")).map(|i| i + 1);
-    let next_after = |from: usize| {
-        page[from + 1..]
-            .find("\n## ")
-            .map_or(page.len(), |i| from + 1 + i + 1)
-    };
-    let (from, to) = match start {
-        Some(s) => (s, next_after(s)),
-        None => {
-            let at = page.find("\n## Commands\n").map_or(page.len(), |i| i + 1);
-            (at, at)
-        }
-    };
-    format!("{}{}{}", &page[..from], section, &page[to..])
+    crate::splice::section(page, HEADING, "## Fairness", section)
 }
