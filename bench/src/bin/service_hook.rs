@@ -10,8 +10,8 @@
 //! ```
 
 use yieldloop_http::ServeConfig;
-use yieldloop_redis::{ConnectOptions, PoolConfig};
 use yieldloop_recipes::service::ServiceConfig;
+use yieldloop_redis::{ConnectOptions, PoolConfig};
 
 fn main() {
     let (addr, redis, pool) = yieldloop_bench::service_args("service_hook");
