@@ -605,7 +605,14 @@ fn shown(frames: &[Frame]) -> &[Frame] {
     // The switch: the last of these near the top; what calls it is shown.
     let switch = |f: &Frame| {
         let n = name(f);
-        n.starts_with("yieldloop::suspend::suspend_or") || n.starts_with("yieldloop::task::")
+        n.starts_with("yieldloop::suspend::suspend_or")
+            || n.starts_with("yieldloop::suspend::suspend_yield")
+            || n.starts_with("yieldloop::task::")
+            // The same frames inlined, named without their path (as with
+            // limited debug info).
+            || ["suspend_or<", "suspend_yield", "with_running<", "pause_inline"]
+                .iter()
+                .any(|p| n.starts_with(p))
     };
     let start = frames
         .iter()

@@ -8,7 +8,7 @@
 use std::io;
 
 use crate::protocol::{Op, Resume};
-use crate::task;
+use crate::task::{self, TaskContext};
 use crate::timeout;
 
 /// Pauses the running task, hands `op` to the scheduler, and returns what the
@@ -43,12 +43,16 @@ use crate::timeout;
 /// ```
 #[inline]
 pub fn suspend(op: Op) -> Resume {
-    suspend_or(op, |op| {
-        panic!(
-            "yieldloop: a task-only operation ({op:?}) was called outside a task; \
+    suspend_or(
+        op,
+        |cx, op| cx.pause(op),
+        |op| {
+            panic!(
+                "yieldloop: a task-only operation ({op:?}) was called outside a task; \
              call it from inside yieldloop::run(..) or a task it spawned"
-        )
-    })
+            )
+        },
+    )
 }
 
 /// [`suspend`] for the pausing I/O calls, as an `io::Result`: outside a
@@ -57,13 +61,17 @@ pub fn suspend(op: Op) -> Resume {
 /// returned, on a plain thread) fails like any other I/O call.
 #[inline]
 pub(crate) fn suspend_io(op: Op) -> io::Result<()> {
-    suspend_or(op, |_| {
-        Resume::Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "yieldloop: a socket, pipe or descriptor can only wait inside a task of the \
+    suspend_or(
+        op,
+        |cx, op| cx.pause(op),
+        |_| {
+            Resume::Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "yieldloop: a socket, pipe or descriptor can only wait inside a task of the \
              yieldloop::run (or Runtime worker) that created it",
-        ))
-    })
+            ))
+        },
+    )
     .into_io()
 }
 
@@ -72,34 +80,59 @@ pub(crate) fn suspend_io(op: Op) -> io::Result<()> {
 /// has to make).
 #[inline]
 pub(crate) fn suspend_if_task(op: Op) -> Resume {
-    suspend_or(op, |_| Resume::Ready)
+    suspend_or(op, |cx, op| cx.pause(op), |_| Resume::Ready)
 }
 
-/// Pauses as [`suspend`] does; outside a task, answers `outside(op)`.
+/// [`suspend`]`(Op::Yield)` with the pause inlined: the hottest pause of
+/// all, [`yield_now`](crate::yield_now)'s.
+#[inline]
+pub(crate) fn suspend_yield() -> Resume {
+    suspend_or(
+        Op::Yield,
+        |cx, op| cx.pause_inline(op),
+        |op| {
+            panic!(
+                "yieldloop: a task-only operation ({op:?}) was called outside a task; \
+             call it from inside yieldloop::run(..) or a task it spawned"
+            )
+        },
+    )
+}
+
+/// Pauses as [`suspend`] does, with `pause` (the task context's
+/// [`pause`](TaskContext::pause), or its inlined copy); outside a task,
+/// answers `outside(op)`.
 #[inline(always)]
-fn suspend_or(op: Op, outside: impl FnOnce(Op) -> Resume) -> Resume {
+fn suspend_or(
+    op: Op,
+    pause: impl FnOnce(&TaskContext, Op) -> Resume,
+    outside: impl FnOnce(Op) -> Resume,
+) -> Resume {
     if task::forced_unwind() {
         // A task being torn down, possibly one that never started and whose
         // captured values are dropped on the scheduler's stack: no pause.
         return Resume::Cancelled;
     }
-    task::with_running(move |cx| {
-        let Some(cx) = cx else {
-            return outside(op);
-        };
-        if std::thread::panicking() {
-            return Resume::Cancelled;
-        }
-        #[cfg(feature = "hook")]
-        if cx.cancelled_own_pause() {
-            // Cancelled inside an intercepted call (feature `hook`), it
-            // ran on to a pause of its own: its last. The scheduler tears
-            // it down here, unwinding its stack from this pause.
-            crate::scheduler::with_scheduler("suspend", |s| s.cancel(cx.id));
-        }
-        match cx.timeout_scope() {
-            None => cx.pause(op),
-            Some(t) => timeout::scoped(op, t, |op| cx.pause(op)),
-        }
-    })
+    task::with_running(
+        #[inline(always)]
+        move |cx| {
+            let Some(cx) = cx else {
+                return outside(op);
+            };
+            if std::thread::panicking() {
+                return Resume::Cancelled;
+            }
+            #[cfg(feature = "hook")]
+            if cx.cancelled_own_pause() {
+                // Cancelled inside an intercepted call (feature `hook`), it
+                // ran on to a pause of its own: its last. The scheduler tears
+                // it down here, unwinding its stack from this pause.
+                crate::scheduler::with_scheduler("suspend", |s| s.cancel(cx.id));
+            }
+            match cx.timeout_scope() {
+                None => pause(cx, op),
+                Some(t) => timeout::scoped(op, t, |op| cx.pause(op)),
+            }
+        },
+    )
 }

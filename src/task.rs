@@ -591,6 +591,14 @@ impl TaskContext {
     /// more in registers around the switch than the call costs.
     #[inline(never)]
     pub(crate) fn pause(&self, op: Op) -> Resume {
+        self.pause_inline(op)
+    }
+
+    /// [`pause`](Self::pause) inlined, for the one caller where that pays:
+    /// [`yield_now`](crate::yield_now), whose op is a constant and which
+    /// keeps nothing live across the switch.
+    #[inline(always)]
+    pub(crate) fn pause_inline(&self, op: Op) -> Resume {
         let yielder = self.yielder.get();
         assert!(
             !yielder.is_null(),
@@ -750,7 +758,7 @@ pub(crate) fn with_locals<R>(f: impl FnOnce(&Cell<Option<Box<dyn Any>>>) -> R) -
 
 /// Runs `f` with the running task's context, or `None` when no task runs
 /// on this thread.
-#[inline]
+#[inline(always)]
 pub(crate) fn with_running<R>(f: impl FnOnce(Option<&TaskContext>) -> R) -> R {
     f(running_cx())
 }
@@ -1043,6 +1051,7 @@ pub(crate) fn with_running_label<R>(f: impl FnOnce(Option<TaskLabel<'_>>) -> R) 
 }
 
 /// True while the scheduler is unwinding a task it tears down.
+#[inline]
 pub(crate) fn forced_unwind() -> bool {
     FORCED_UNWIND.with(Cell::get)
 }

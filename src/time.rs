@@ -99,7 +99,7 @@ pub fn sleep_until(deadline: Instant) {
 /// ```
 #[inline]
 pub fn yield_now() {
-    match suspend(Op::Yield) {
+    match crate::suspend::suspend_yield() {
         // The usual answer, which needs no drop (spares a call per yield).
         Resume::Ready => {}
         other => drop(other),

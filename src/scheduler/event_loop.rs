@@ -58,6 +58,10 @@ struct Turn {
     /// always false without)? Then each resume takes the copy of
     /// [`Scheduler::run_one`] that reports to it.
     observed: bool,
+    /// Does this turn prefetch (see [`PREFETCH_FROM_TASKS`])? Then each
+    /// pause's stack pointer is noted for the next turn's prefetches; in
+    /// turns of a few tasks, whose memory stays in the cache, it is not.
+    prefetch: bool,
 }
 
 impl Core {
@@ -233,12 +237,14 @@ impl Scheduler {
         let mut core = self.core.borrow_mut();
         match result {
             CoroutineResult::Yield(op) => {
-                // SAFETY: as for the resume above: the header lives while
-                // the task's record is in the table, and its task just
-                // paused.
-                let paused_sp = unsafe { task::paused_sp(header) };
-                if let Some(h) = core.tasks.hints.get_mut(key) {
-                    h.paused_sp = paused_sp;
+                if turn.prefetch {
+                    // SAFETY: as for the resume above: the header lives
+                    // while the task's record is in the table, and its task
+                    // just paused.
+                    let paused_sp = unsafe { task::paused_sp(header) };
+                    if let Some(h) = core.tasks.hints.get_mut(key) {
+                        h.paused_sp = paused_sp;
+                    }
                 }
                 let clock = core.tasks.clock;
                 let task = &mut core.tasks.slab[key];
@@ -357,13 +363,14 @@ impl Scheduler {
             //    spawn wait for the next turn, so the poll below is never
             //    starved by tasks that keep yielding.
             std::mem::swap(&mut batch, &mut self.core.borrow_mut().tasks.run_queue);
+            // With a handful of tasks, their memory stays in the cache.
+            let prefetch = batch.len() >= PREFETCH_FROM_TASKS;
             let turn = Turn {
                 traced: trace::on(),
                 observed: crate::observe::active(),
+                prefetch,
             };
             let mut next = 0;
-            // With a handful of tasks, their memory stays in the cache.
-            let prefetch = batch.len() >= PREFETCH_FROM_TASKS;
             // The place in this turn of the resume timed for the hold
             // histogram, at random, when one is due (see `sample_due`):
             // most turns have none, and take the loop below without looking.

@@ -92,7 +92,15 @@ impl Scheduler {
         }
         let mut out = Vec::with_capacity(core.tasks.slab.len());
         for (key, t) in core.tasks.slab.iter() {
-            let hint = core.tasks.hints.get(key).map_or(0, |h| h.paused_sp);
+            // Where the task last paused, 0 before its first resume (the
+            // loop notes it for prefetching only in long turns).
+            // SAFETY: the header is live while its record is in the table,
+            // which the borrow holds, and no task runs while the scheduler
+            // takes the dump.
+            let hint = t
+                .header
+                .as_ref()
+                .map_or(0, |h| unsafe { task::paused_sp(h.as_ptr()) });
             let (state, since, deadline) = match t.state {
                 // Running since this turn began, at the latest: the
                 // loop's last reading of the clock.

@@ -45,7 +45,15 @@ pub fn section(w: &mut String, meta: &BTreeMap<String, String>, commands: &str) 
             .join(", "),
         used.join(", "),
     );
+    let _ = writeln!(w, "\n{AB}");
 }
+
+/// How a change to the hot path is measured against its base.
+const AB: &str = "A change to the scheduler, the tasks, `io`, `sync` or the reactor is \
+     measured against the revision it starts from with `bench/ab.sh BASE`: it builds \
+     revision BASE and the working tree and runs the hand-over benchmarks, the echo \
+     server's and the HTTP server's CPU per request in pairs of runs whose order \
+     alternates, printing each build's median and the ratio per row.";
 
 /// Every knob of `bench/run.sh`, in the order of its header, with the key
 /// under which `meta.txt` keeps its value (none: not kept there).
