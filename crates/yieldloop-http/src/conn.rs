@@ -41,15 +41,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use yieldloop::net::TcpStream;
 
 use super::chunked::{Decoder, Pos, Step, MAX_CHUNK_LINE};
+use super::config::{ServeConfig, MAX_HEADERS_CAP};
 use super::head::{self, Framing, Head, Parsed};
 use super::message::{reason, Request, Response};
-use super::server::ServeConfig;
-
-/// The most headers a request may carry whatever the configuration says:
-/// the size of the parser's table, which lives on the task's stack.
-/// 128 headers of 32 bytes are 4 KiB of a connection task's 64 KiB
-/// default stack, reserved but not written (the table is uninitialised).
-pub(crate) const MAX_HEADERS_CAP: usize = 128;
 
 /// After the last answer on a connection that is closing: how long, and how
 /// many bytes, the server keeps reading what the client still sends.

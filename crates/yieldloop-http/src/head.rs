@@ -12,8 +12,8 @@
 
 use std::mem::MaybeUninit;
 
+use super::config::ServeConfig;
 use super::message::Request;
-use super::server::ServeConfig;
 
 /// What parsing the bytes at the start of the buffer found.
 pub(crate) enum Parsed<'b> {

@@ -60,12 +60,16 @@
 //! | a failing accept (`EMFILE`, `ENFILE`, …) | | the acceptor backs off 5 ms, doubling to 1 s, and retries; it never spins |
 //! | `/metrics` (`metrics_path`) | off | the handler's, like any other path |
 //!
-//! Per connection the server holds a read buffer of `max_head` bytes (more
-//! only while a body comes in, at most twice what has come), up to
-//! `max_unwritten` bytes of answers, and the task's stack. This server
-//! has no TLS of its own: behind a proxy that ends TLS it needs none, and
-//! a TLS handshake's deadline belongs to the layer that runs it
-//! (`yieldloop-rustls`, or the proxy).
+//! Per connection the server holds a read buffer that starts at 1 KiB and
+//! doubles up to `max_head` for a longer head (more only while a body
+//! comes in, at most twice what has come), up to `max_unwritten` bytes of
+//! answers (heads, and bodies under 4 KiB: a larger body is written from
+//! the handler's bytes, never copied), and the task's stack (two pages
+//! for a connection between requests). This server has no TLS of its own:
+//! behind a proxy that ends TLS it needs none, and a TLS handshake's
+//! deadline belongs to the layer that runs it (`yieldloop-rustls`, whose
+//! acceptor holds a half-open handshake in a shallow pause until the
+//! client's hello has come whole, or the proxy).
 //!
 //! # Layout
 //!
@@ -143,6 +147,7 @@ use std::io;
 use yieldloop::net::ToSocketAddrs;
 
 mod chunked;
+mod config;
 mod conn;
 mod head;
 mod message;
@@ -157,9 +162,10 @@ pub use hyper_util;
 #[cfg(feature = "tls")]
 pub use yieldloop_rustls;
 
+pub use config::ServeConfig;
 pub use conn::serve_connection;
 pub use message::{Body, Request, Response};
-pub use server::{ServeConfig, Server, Shutdown, Summary};
+pub use server::{Server, Shutdown, Summary};
 
 /// Serves `handler` on `addr` with `workers` threads (one scheduler and one
 /// `SO_REUSEPORT` listener each) and the default [`ServeConfig`], until

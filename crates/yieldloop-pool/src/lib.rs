@@ -152,6 +152,7 @@
 //! ```
 
 mod config;
+mod inner;
 mod manage;
 mod pool;
 mod pooled;

@@ -4,26 +4,9 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
-use std::time::Instant;
 
-use crate::pool::{Inner, Why};
+use crate::inner::{Inner, Slot, Why};
 use crate::Manage;
-
-/// An open connection and when it was opened (for the lifetime limit).
-pub(crate) struct Slot<C> {
-    pub(crate) conn: C,
-    pub(crate) born: Instant,
-}
-
-impl<C> Slot<C> {
-    /// A connection opened now.
-    pub(crate) fn new(conn: C) -> Slot<C> {
-        Slot {
-            conn,
-            born: yieldloop::now(),
-        }
-    }
-}
 
 /// A place in the pool, taken by a checkout: freed on drop, however the
 /// checkout or its holder ends.

@@ -14,7 +14,7 @@
 
 use std::sync::{Arc, Weak};
 
-use crate::pool::Inner;
+use crate::inner::Inner;
 use crate::Manage;
 
 /// Starts the reaper of `inner` on this thread's scheduler; the caller has

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::data::{cell, num, stat, thousands, Rec, Stat};
-use crate::targets::{row, Bound};
+use crate::bound::{row, Bound};
 
 /// The attacks, in table order: (key, what an attacking connection does,
 /// yieldloop's server, hyper's server, as `attack.txt` names them). Each

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::data::{cell, num, stat, Rec, Stat};
-use crate::targets::{row, Bound};
+use crate::bound::{row, Bound};
 
 /// The databases, as `db=` names them, with their titles.
 pub const DBS: [(&str, &str); 2] = [

@@ -51,13 +51,13 @@ pub fn fanout_cell(recs: &[Rec], rt: &str, bench: &str, key: &str) -> FanoutCell
 
 /// The target row: `Runtime::spawn` within 1.1 times tokio's work stealing
 /// on the skewed fan-out.
-pub fn target(recs: &[Rec]) -> crate::targets::Target {
+pub fn target(recs: &[Rec]) -> crate::bound::Target {
     let wall = |rt| {
         fanout_cell(recs, rt, "skewed", "wall_ms")
             .stat
             .map(|s| s.med)
     };
-    crate::targets::Target {
+    crate::bound::Target {
         what: "skewed fan-out, 2 workers: wall time (Runtime::spawn)",
         ours: wall("yieldloop"),
         theirs: wall("tokio"),

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::data::{cell, num, stat, thousands, Rec, Stat};
 use crate::service::service_cell;
-use crate::targets::{row, Bound};
+use crate::bound::{row, Bound};
 
 /// The calls hook_cost times, with their descriptions.
 const CALLS: [(&str, &str); 2] = [

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use crate::data::{cell, stat, thousands, Rec, Stat};
 use crate::service::paired_ratio;
-use crate::targets::{row, Bound};
+use crate::bound::{row, Bound};
 
 /// The section's heading: `--section http2` replaces the section it starts
 /// in an existing page.

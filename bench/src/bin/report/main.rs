@@ -88,6 +88,7 @@
 //! in order.
 
 mod attack;
+mod bound;
 mod commands;
 mod data;
 mod db;
