@@ -425,7 +425,10 @@ fn module_path(rel: &Path) -> Vec<String> {
                 .to_string()
         })
         .collect();
-    if segs.last().is_some_and(|s| s == "mod" || s == "lib") {
+    if segs
+        .last()
+        .is_some_and(|s| s == "mod" || s == "lib" || s == "main")
+    {
         segs.pop();
     }
     segs
@@ -433,25 +436,61 @@ fn module_path(rel: &Path) -> Vec<String> {
 
 fn sources() -> Vec<Source> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    walk(&src, &mut files);
+    let sources = sources_in(&src, &[]);
     assert!(
-        files.len() > 20,
+        sources.len() > 20,
         "sources not found under {}",
         src.display()
     );
+    sources
+}
+
+/// The sources of the crate whose root (`lib.rs` or `main.rs`) is in
+/// `root`, but for the subfolders `skip` (other crates, such as a
+/// package's binaries).
+fn sources_in(root: &Path, skip: &[&str]) -> Vec<Source> {
+    let mut files = Vec::new();
+    walk(root, &mut files);
     files.sort();
     files
         .into_iter()
-        .map(|file| {
-            let rel = file.strip_prefix(&src).unwrap().to_path_buf();
-            Source {
+        .filter_map(|file| {
+            let rel = file.strip_prefix(root).unwrap().to_path_buf();
+            let first = rel
+                .components()
+                .next()?
+                .as_os_str()
+                .to_string_lossy()
+                .to_string();
+            if skip.contains(&first.as_str()) {
+                return None;
+            }
+            Some(Source {
                 module: module_path(&rel),
                 code: strip(&fs::read_to_string(&file).unwrap()),
                 rel,
-            }
+            })
         })
         .collect()
+}
+
+/// The crates of the repository beside this one, each as its root folder
+/// and the subfolders that are not part of it: the published crates, the
+/// recipes, the benchmarks' library and their report.
+fn other_crates() -> Vec<(PathBuf, &'static [&'static str])> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut roots: Vec<(PathBuf, &'static [&'static str])> = Vec::new();
+    let mut crates: Vec<PathBuf> = fs::read_dir(repo.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    crates.sort();
+    roots.extend(crates.into_iter().map(|p| (p, &[][..])));
+    roots.push((repo.join("recipes/src"), &["bin"]));
+    roots.push((repo.join("bench/src"), &["bin"]));
+    roots.push((repo.join("bench/src/bin/report"), &[]));
+    roots
 }
 
 // ---------------------------------------------------------------------------
@@ -558,7 +597,7 @@ fn reexports(
 
 /// The imports between files of one folder, from every path that leaves
 /// its file for a sibling (directly or through the folder's re-exports).
-fn folder_graphs(sources: &[Source]) -> FolderGraphs {
+fn folder_graphs(sources: &[Source], root_too: bool) -> FolderGraphs {
     // The children of each folder: its files and subfolders.
     let mut children: BTreeMap<Vec<String>, BTreeSet<String>> = BTreeMap::new();
     for s in sources {
@@ -579,11 +618,12 @@ fn folder_graphs(sources: &[Source]) -> FolderGraphs {
                 .zip(&u.target)
                 .take_while(|(a, b)| a == b)
                 .count();
-            // Between top-level modules the ranks rule. A path into the
-            // file's own module (or, from a folder's `mod.rs`, into the
-            // folder) is no edge; a subfolder's `mod.rs` speaks for the
-            // subfolder, one node of the folder above.
-            if common == 0 || common >= s.module.len() || common >= u.target.len() {
+            // Between top-level modules the ranks rule, unless `root_too`
+            // (a crate without ranks). A path into the file's own module
+            // (or, from a folder's `mod.rs`, into the folder) is no edge; a
+            // subfolder's `mod.rs` speaks for the subfolder, one node of
+            // the folder above.
+            if (common == 0 && !root_too) || common >= s.module.len() || common >= u.target.len() {
                 continue;
             }
             let folder = s.module[..common].to_vec();
@@ -704,7 +744,7 @@ fn no_module_uses_a_module_above_it() {
 #[test]
 fn no_import_cycle_inside_a_folder() {
     let mut found = Vec::new();
-    for (folder, graph) in folder_graphs(&sources()) {
+    for (folder, graph) in folder_graphs(&sources(), false) {
         for cycle in cycles(&graph) {
             let steps: Vec<String> = cycle
                 .windows(2)
@@ -722,6 +762,51 @@ fn no_import_cycle_inside_a_folder() {
         found.is_empty(),
         "import cycles between the files of a folder (move what both need \
          into one of them, or into a third file both use):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The other crates of the repository (the published ones, the recipes,
+/// the benchmarks and their report) have no import cycle between their
+/// files either, at their roots included: they have no ranks of their
+/// own, so this is what keeps each a stack of layers.
+#[test]
+fn no_import_cycle_in_the_other_crates() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    let mut read = 0;
+    for (root, skip) in other_crates() {
+        let sources = sources_in(&root, skip);
+        read += sources.len();
+        let at = root
+            .strip_prefix(repo)
+            .unwrap_or(&root)
+            .display()
+            .to_string();
+        for (folder, graph) in folder_graphs(&sources, true) {
+            for cycle in cycles(&graph) {
+                let steps: Vec<String> = cycle
+                    .windows(2)
+                    .map(|w| format!("  {} -> {}: {}", w[0], w[1], graph[&w[0]][&w[1]]))
+                    .collect();
+                let place = [at.clone()]
+                    .into_iter()
+                    .chain(folder.clone())
+                    .collect::<Vec<_>>();
+                found.push(format!(
+                    "{}: {}\n{}",
+                    place.join("/"),
+                    cycle.join(" -> "),
+                    steps.join("\n")
+                ));
+            }
+        }
+    }
+    assert!(read > 40, "only {read} files read in the other crates");
+    assert!(
+        found.is_empty(),
+        "import cycles between the files of a crate or folder (move what both \
+         need into a third file both use):\n{}",
         found.join("\n")
     );
 }
@@ -877,19 +962,33 @@ fn the_checker_finds_folder_cycles() {
         module: module_path(Path::new(rel)),
         code: strip(code),
     };
-    let graphs = folder_graphs(&[
-        file("net/mod.rs", "mod a; mod b; mod c; pub use c::Thing;"),
-        file("net/a.rs", "use super::b::f;"),
-        file("net/b.rs", "use super::Thing;"),
-        file("net/c.rs", "fn g() { crate::net::a::h() }"),
-        file("sync/mod.rs", "mod x; mod y;"),
-        file("sync/x.rs", "use super::y::f;"),
-        file("sync/y.rs", "use crate::protocol::Op;"),
-    ]);
+    let graphs = folder_graphs(
+        &[
+            file("net/mod.rs", "mod a; mod b; mod c; pub use c::Thing;"),
+            file("net/a.rs", "use super::b::f;"),
+            file("net/b.rs", "use super::Thing;"),
+            file("net/c.rs", "fn g() { crate::net::a::h() }"),
+            file("sync/mod.rs", "mod x; mod y;"),
+            file("sync/x.rs", "use super::y::f;"),
+            file("sync/y.rs", "use crate::protocol::Op;"),
+        ],
+        false,
+    );
     let net = &graphs[&strings(&["net"])];
     assert_eq!(cycles(net), [strings(&["a", "b", "c", "a"])]);
     assert!(net["b"]["c"].starts_with("net/b.rs:1"));
     assert!(cycles(&graphs[&strings(&["sync"])]).is_empty());
+    // At a crate's root, only when asked (the core crate's ranks see to
+    // its own).
+    let root = [
+        file("lib.rs", "mod conn; mod server;"),
+        file("conn.rs", "use crate::server::ServeConfig;"),
+        file("server.rs", "use super::conn::run;"),
+        file("main.rs", "mod report; use crate::report::x;"),
+    ];
+    assert!(!folder_graphs(&root, false).contains_key(&Vec::new()));
+    let top = &folder_graphs(&root, true)[&Vec::new()];
+    assert_eq!(cycles(top), [strings(&["conn", "server", "conn"])]);
 }
 
 /// The `# Layout` reader takes layer names and each rank's modules.

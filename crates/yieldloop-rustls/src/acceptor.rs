@@ -191,7 +191,9 @@ impl TlsAcceptor {
     /// Unlike the blocking-style call, the handshake runs on the stack of the
     /// task polling the future: give that task
     /// [`HANDSHAKE_STACK_SIZE`](crate::HANDSHAKE_STACK_SIZE) (a debug
-    /// build needs more than the default 64 KiB).
+    /// build needs more than the default 64 KiB). Nor does it wait for the
+    /// client's hello first: call [`await_hello`](Self::await_hello) on
+    /// that task before the future starts, and use the acceptor it returns.
     ///
     /// # Errors
     ///
