@@ -139,7 +139,7 @@ impl TlsAcceptor {
     /// wait took.
     ///
     /// [`accept`](Self::accept) does this first. Call it before
-    /// [`accept_async`](Self::accept_async), on the task that will poll the
+    /// `accept_async` (feature `tokio`), on the task that will poll the
     /// handshake, so that a client that sends part of a ClientHello and
     /// stalls (a half-open handshake, held open by the thousand) costs a
     /// shallow paused task and its socket, not a session and the pages of
