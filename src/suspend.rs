@@ -43,16 +43,7 @@ use crate::timeout;
 /// ```
 #[inline]
 pub fn suspend(op: Op) -> Resume {
-    suspend_or(
-        op,
-        |cx, op| cx.pause(op),
-        |op| {
-            panic!(
-                "yieldloop: a task-only operation ({op:?}) was called outside a task; \
-             call it from inside yieldloop::run(..) or a task it spawned"
-            )
-        },
-    )
+    suspend_or(op, |cx, op| cx.pause(op), outside_task)
 }
 
 /// [`suspend`] for the pausing I/O calls, as an `io::Result`: outside a
@@ -87,16 +78,7 @@ pub(crate) fn suspend_if_task(op: Op) -> Resume {
 /// all, [`yield_now`](crate::yield_now)'s.
 #[inline]
 pub(crate) fn suspend_yield() -> Resume {
-    suspend_or(
-        Op::Yield,
-        |cx, op| cx.pause_inline(op),
-        |op| {
-            panic!(
-                "yieldloop: a task-only operation ({op:?}) was called outside a task; \
-             call it from inside yieldloop::run(..) or a task it spawned"
-            )
-        },
-    )
+    suspend_or(Op::Yield, |cx, op| cx.pause_inline(op), outside_task)
 }
 
 /// Pauses as [`suspend`] does, with `pause` (the task context's
@@ -134,5 +116,14 @@ fn suspend_or(
                 Some(t) => timeout::scoped(op, t, |op| cx.pause(op)),
             }
         },
+    )
+}
+
+/// What [`suspend`] does outside a task: a panic naming the operation.
+#[cold]
+fn outside_task(op: Op) -> Resume {
+    panic!(
+        "yieldloop: a task-only operation ({op:?}) was called outside a task; \
+         call it from inside yieldloop::run(..) or a task it spawned"
     )
 }

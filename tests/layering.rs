@@ -740,24 +740,32 @@ fn no_module_uses_a_module_above_it() {
     );
 }
 
-/// The files of each folder import each other without a cycle.
-#[test]
-fn no_import_cycle_inside_a_folder() {
+/// Each cycle of `graphs`, as the folder under `root` it is in, its files
+/// in order, and the import behind each step.
+fn described_cycles(root: &Path, graphs: &FolderGraphs) -> Vec<String> {
     let mut found = Vec::new();
-    for (folder, graph) in folder_graphs(&sources(), false) {
-        for cycle in cycles(&graph) {
+    for (folder, graph) in graphs {
+        for cycle in cycles(graph) {
             let steps: Vec<String> = cycle
                 .windows(2)
                 .map(|w| format!("  {} -> {}: {}", w[0], w[1], graph[&w[0]][&w[1]]))
                 .collect();
+            let place = folder.iter().fold(root.to_path_buf(), |p, f| p.join(f));
             found.push(format!(
-                "src/{}: {}\n{}",
-                folder.join("/"),
+                "{}: {}\n{}",
+                place.display(),
                 cycle.join(" -> "),
                 steps.join("\n")
             ));
         }
     }
+    found
+}
+
+/// The files of each folder import each other without a cycle.
+#[test]
+fn no_import_cycle_inside_a_folder() {
+    let found = described_cycles(Path::new("src"), &folder_graphs(&sources(), false));
     assert!(
         found.is_empty(),
         "import cycles between the files of a folder (move what both need \
@@ -778,29 +786,8 @@ fn no_import_cycle_in_the_other_crates() {
     for (root, skip) in other_crates() {
         let sources = sources_in(&root, skip);
         read += sources.len();
-        let at = root
-            .strip_prefix(repo)
-            .unwrap_or(&root)
-            .display()
-            .to_string();
-        for (folder, graph) in folder_graphs(&sources, true) {
-            for cycle in cycles(&graph) {
-                let steps: Vec<String> = cycle
-                    .windows(2)
-                    .map(|w| format!("  {} -> {}: {}", w[0], w[1], graph[&w[0]][&w[1]]))
-                    .collect();
-                let place = [at.clone()]
-                    .into_iter()
-                    .chain(folder.clone())
-                    .collect::<Vec<_>>();
-                found.push(format!(
-                    "{}: {}\n{}",
-                    place.join("/"),
-                    cycle.join(" -> "),
-                    steps.join("\n")
-                ));
-            }
-        }
+        let at = root.strip_prefix(repo).unwrap_or(&root);
+        found.extend(described_cycles(at, &folder_graphs(&sources, true)));
     }
     assert!(read > 40, "only {read} files read in the other crates");
     assert!(
