@@ -102,7 +102,8 @@
 #   DIAG_AB_REPS [9]  alternating pairs per hand-over benchmark (diag stage)
 #   DIAG_ECHO_REPS [5]  alternating pairs of echo runs (diag stage)
 #   DIAG_TIMEOUT [300]  seconds before a diag-stage run is killed and marked failed
-#                   (the hook stage and the service stage's `yieldloop-hook` server
+#                   (the hook stage, the service stage's `yieldloop-hook` server
+#                   and the recovery stage's hook_pooled route
 #                   run binaries built a second time, with feature `hook`, into
 #                   bench/target/hook; if that build fails they are skipped)
 #   FAIR_REPS [3]   runs per fairness cell (runtime x flood: a task consuming a
@@ -309,9 +310,10 @@ fi
 # The same crate with feature `hook`, for the hook stage and the service
 # stage's yieldloop-hook server; a failed build skips just those.
 HOOK_BUILD=no
-if want hook || want service; then
+if want hook || want service || want recovery; then
     if cargo build --release --quiet --features hook --target-dir "$BENCH/target/hook" \
-        --bin service_hook --bin hook_cost --bin hook_conns 2>"$BENCH/target/hook-build.err"; then
+        --bin service_hook --bin hook_cost --bin hook_conns --bin redis_recovery \
+        2>"$BENCH/target/hook-build.err"; then
         HOOK_BUILD=yes
     else
         HOOK_BUILD="no (the build with --features hook failed: $(grep -m1 '^error' "$BENCH/target/hook-build.err" | cut -c1-160))"
@@ -609,7 +611,7 @@ ${PIN_CLIENT:+$PIN_CLIENT }redis-server --port RPORT --bind 127.0.0.1 --save '' 
 ${PIN_SERVER:+$PIN_SERVER }bench/target/release/service_{yieldloop|tokio} --addr 127.0.0.1:PORT --redis 127.0.0.1:RPORT &
 ${PIN_SERVER:+$PIN_SERVER }bench/target/release/service_yieldloop --pool --addr 127.0.0.1:PORT --redis 127.0.0.1:RPORT &
 # the same service on the redis crate's own sync client, under feature hook
-(cd bench && cargo build --release --features hook --target-dir target/hook --bin service_hook --bin hook_cost --bin hook_conns)
+(cd bench && cargo build --release --features hook --target-dir target/hook --bin service_hook --bin hook_cost --bin hook_conns --bin redis_recovery)
 ${PIN_SERVER:+$PIN_SERVER }bench/target/hook/release/service_hook --addr 127.0.0.1:PORT --redis 127.0.0.1:RPORT &
 EOF
 if [ "$HTTP_LOAD" = wrk ]; then
@@ -670,7 +672,7 @@ ${PIN_SERVER:+$PIN_SERVER }bench/target/{release|fairbase/release}/http_yieldloo
 # recovery: a fresh redis-server per run; ${RECOVERY_KILL_AT} s into the load it is
 # killed (kill -KILL), and ${RECOVERY_DOWN} s later started again on the same port
 redis-server --port PORT --bind 127.0.0.1 --save '' --appendonly no --daemonize no --logfile '' &
-timeout $((${RECOVERY_SECS%.*} + 60)) bench/target/release/redis_recovery --route {pooled|multiplexed|on_tokio} --addr 127.0.0.1:PORT --secs ${RECOVERY_SECS} --tasks ${RECOVERY_TASKS}
+timeout $((${RECOVERY_SECS%.*} + 60)) bench/target/{release|hook/release}/redis_recovery --route {pooled|multiplexed|on_tokio|hook_pooled} --addr 127.0.0.1:PORT --secs ${RECOVERY_SECS} --tasks ${RECOVERY_TASKS}
 # attacks held open: a fresh server per run (yieldloop with ServeConfig's
 # defaults; hyper on tokio with a timer, so that its documented
 # header_read_timeout of 30 s applies, and max_buf_size at its documented
@@ -1845,7 +1847,9 @@ recovery_cell() {
         return 1
     fi
     log "recovery $route run $rep/$RECOVERY_REPS (127.0.0.1:$port)"
-    timeout $((${RECOVERY_SECS%.*} + 60)) "$BIN/redis_recovery" --route "$route" --addr "127.0.0.1:$port" \
+    local bin=$BIN/redis_recovery
+    [ "$route" = hook_pooled ] && bin=$HBIN/redis_recovery
+    timeout $((${RECOVERY_SECS%.*} + 60)) "$bin" --route "$route" --addr "127.0.0.1:$port" \
         --secs "$RECOVERY_SECS" --tasks "$RECOVERY_TASKS" >"$out" 2>"$err" &
     cpid=$!
     sleep "$RECOVERY_KILL_AT"
@@ -1883,8 +1887,14 @@ if want recovery; then
         log "recovery: skipped: redis-server not found"
         echo "recovery ok=0 skipped=1 reason=redis-server not found (apt-get install redis-server)" >>"$RES/recovery.txt"
     else
+        routes="pooled multiplexed on_tokio hook_pooled"
+        if [ "$HOOK_BUILD" != yes ]; then
+            routes="pooled multiplexed on_tokio"
+            echo "recovery route=hook_pooled ok=0 reason=$HOOK_BUILD" >>"$RES/recovery.txt"
+        fi
         for rep in $(seq 1 "$RECOVERY_REPS"); do
-            for route in $(in_turn "$rep" pooled multiplexed on_tokio); do
+            # shellcheck disable=SC2086
+            for route in $(in_turn "$rep" $routes); do
                 recovery_cell "$route" "$rep"
             done
         done

@@ -2,7 +2,7 @@
 //! each route fails during the outage and how soon it succeeds again.
 //!
 //! ```text
-//! redis_recovery --route pooled|multiplexed|on_tokio --addr HOST:PORT --secs S [--tasks T]
+//! redis_recovery --route pooled|multiplexed|on_tokio|hook_pooled --addr HOST:PORT --secs S [--tasks T]
 //! ```
 //!
 //! The routes, each T tasks (default 50) of one yieldloop thread sending
@@ -14,7 +14,11 @@
 //!   reconnects by itself (`Reconnect`'s defaults);
 //! - `on_tokio`: redis's `aio::ConnectionManager` through
 //!   `yieldloop::on_tokio`, configured as chapter 12 shows (one retry per
-//!   reconnect, 50–500 ms delays, 1 s connect timeout).
+//!   reconnect, 50–500 ms delays, 1 s connect timeout);
+//! - `hook_pooled` (built with feature `hook` only): the `redis` crate's own
+//!   sync client under the hook, its connections in a `yieldloop_pool::Pool`
+//!   (at most 8; a connection the client marks closed is dropped, the next
+//!   checkout connects), as the `hook_pool` recipe shows.
 //!
 //! A task that gets an error pauses 10 ms before its next call, as a
 //! client that retries would, so the failure count says how often a call
@@ -40,7 +44,8 @@ use redis::{AsyncCommands, Commands, RedisResult};
 use yieldloop_redis::{ConnectOptions, Multiplexed, PoolConfig};
 
 const USAGE: &str =
-    "redis_recovery --route pooled|multiplexed|on_tokio --addr HOST:PORT --secs S [--tasks T]";
+    "redis_recovery --route pooled|multiplexed|on_tokio|hook_pooled --addr HOST:PORT \
+                     --secs S [--tasks T]";
 const KEY: &str = "yieldloop-recovery";
 
 /// What the calls saw.
@@ -107,11 +112,59 @@ fn route(name: &str, addr: &str) -> RedisResult<Call> {
                 yieldloop::on_tokio(async move { c.incr(KEY, 1).await })
             })
         }
+        #[cfg(feature = "hook")]
+        "hook_pooled" => {
+            let pool = yieldloop_pool::PoolConfig::new(hooked::SyncRedis(addr.to_string()))
+                .max_size(8)
+                .pool();
+            Rc::new(move || pool.get()?.incr(KEY, 1))
+        }
+        #[cfg(not(feature = "hook"))]
+        "hook_pooled" => {
+            eprintln!("redis_recovery: route hook_pooled needs a build with --features hook");
+            std::process::exit(2);
+        }
         _ => {
             eprintln!("usage: {USAGE}");
             std::process::exit(2);
         }
     })
+}
+
+/// The sync client's connections for the pool, under feature `hook`.
+#[cfg(feature = "hook")]
+mod hooked {
+    use std::io;
+    use std::time::Duration;
+
+    use redis::{ConnectionLike, RedisError, RedisResult};
+    use yieldloop_pool::{CheckoutTimeout, Manage};
+
+    /// Connects to the address it holds, with the native routes' limits.
+    #[derive(Clone, Debug)]
+    pub struct SyncRedis(pub String);
+
+    impl Manage for SyncRedis {
+        type Conn = redis::Connection;
+        type Error = RedisError;
+
+        fn connect(&self) -> RedisResult<redis::Connection> {
+            let client = redis::Client::open(format!("redis://{}/", self.0))?;
+            let conn = client.get_connection_with_timeout(Duration::from_secs(1))?;
+            conn.set_read_timeout(Some(Duration::from_secs(2)))?;
+            Ok(conn)
+        }
+
+        /// The client marks a connection whose call failed part-way as
+        /// closed.
+        fn is_broken(&self, conn: &redis::Connection) -> bool {
+            !conn.is_open()
+        }
+
+        fn checkout_timed_out(&self, timeout: CheckoutTimeout) -> RedisError {
+            io::Error::from(timeout).into()
+        }
+    }
 }
 
 fn main() {

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::data::{cell, num, stat, thousands, Rec, Stat};
 use crate::bound::{row, Bound};
+use crate::data::{cell, num, stat, thousands, Rec, Stat};
 
 /// The attacks, in table order: (key, what an attacking connection does,
 /// yieldloop's server, hyper's server, as `attack.txt` names them). Each

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::data::{cell, num, stat, Rec, Stat};
 use crate::bound::{row, Bound};
+use crate::data::{cell, num, stat, Rec, Stat};
 
 /// The databases, as `db=` names them, with their titles.
 pub const DBS: [(&str, &str); 2] = [

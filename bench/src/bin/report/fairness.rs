@@ -7,9 +7,9 @@
 
 use std::fmt::Write as _;
 
+use crate::bound::{row, Bound};
 use crate::data::{build_stat, cell, num, pair_ratio, stat, stat_keeping, Rec, Stat};
 use crate::peers::NOT_MEASURED_GO;
-use crate::bound::{row, Bound};
 
 /// The runtimes, with their row titles.
 const RUNTIMES: [(&str, &str); 6] = [

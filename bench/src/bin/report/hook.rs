@@ -6,9 +6,9 @@
 
 use std::fmt::Write as _;
 
+use crate::bound::{row, Bound};
 use crate::data::{cell, num, stat, thousands, Rec, Stat};
 use crate::service::service_cell;
-use crate::bound::{row, Bound};
 
 /// The calls hook_cost times, with their descriptions.
 const CALLS: [(&str, &str); 2] = [

@@ -8,9 +8,9 @@
 
 use std::fmt::Write as _;
 
+use crate::bound::{row, Bound};
 use crate::data::{cell, stat, thousands, Rec, Stat};
 use crate::service::paired_ratio;
-use crate::bound::{row, Bound};
 
 /// The section's heading: `--section http2` replaces the section it starts
 /// in an existing page.

@@ -11,10 +11,14 @@ use crate::data::{cell, stat, Rec};
 pub const HEADING: &str = "## Recovery after a Redis restart";
 
 /// (route key, row title).
-pub const RECOVERY_ROUTES: [(&str, &str); 3] = [
+pub const RECOVERY_ROUTES: [(&str, &str); 4] = [
     ("pooled", "pooled native (`Pool`, 8 connections)"),
     ("multiplexed", "multiplexed native (`Multiplexed`)"),
     ("on_tokio", "on_tokio, redis's `ConnectionManager`"),
+    (
+        "hook_pooled",
+        "redis's sync client under `hook`, `yieldloop_pool::Pool` (8 connections)",
+    ),
 ];
 
 pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
@@ -45,7 +49,10 @@ pub fn section(w: &mut String, recs: &[Rec], m: &dyn Fn(&str) -> String) {
          jittered); **on_tokio**: redis's `aio::ConnectionManager` through \
          `on_tokio`, configured as chapter 12 shows (one retry per reconnect, \
          50–500 ms delays, 1 s connect timeout), which reconnects when a call \
-         finds the connection gone. Every call came back with its reply or an \
+         finds the connection gone; **hook_pooled**: the `redis` crate's own \
+         sync client in a build with feature `hook`, its connections in a \
+         `yieldloop_pool::Pool` (at most 8, 1 s connect and 2 s read \
+         timeouts), which drops a connection the client marks closed. Every call came back with its reply or an \
          error. *First success* is the time from the start of the new server \
          (`redis-server` launched; it accepts a few milliseconds later) to the \
          first call that succeeded; *outage \
