@@ -6,6 +6,7 @@ use crate::bound::{row, Bound, Target};
 use crate::data::Stat;
 use crate::echo::echo_cell;
 use crate::handover::handover_cell;
+use crate::http::http_cell;
 use crate::service::{paired_ratio, service_cell};
 use crate::sleepers::sleeper_cell;
 use crate::Results;
@@ -14,6 +15,7 @@ use crate::Results;
 pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
     let med = |s: Option<Stat>| s.map(|s| s.med);
     let echo = |server, conns| echo_cell(&recs.echo, server, conns, clk_tck);
+    let http = |server| http_cell(&recs.http, server, 64, clk_tck);
     let ho = |rt, bench| med(handover_cell(&recs.handover, rt, bench).ns);
     let sl = |rt, n| sleeper_cell(&recs.sleepers, rt, n);
     let svc = |server| service_cell(&recs.service, server, clk_tck);
@@ -72,6 +74,24 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
             paired: None,
         },
         Target {
+            what: "yield between two tasks, one hand-over",
+            ours: ho("yieldloop", "yield"),
+            theirs: ho("may", "yield"),
+            yardstick: "may, one worker",
+            max_ratio: 1.0,
+            unit: "ns",
+            paired: None,
+        },
+        Target {
+            what: "mutex hand-over between two tasks",
+            ours: ho("yieldloop", "mutex"),
+            theirs: ho("tokio", "mutex"),
+            yardstick: "tokio",
+            max_ratio: 1.0,
+            unit: "ns",
+            paired: None,
+        },
+        Target {
             what: "echo user CPU per round trip, 64 connections",
             ours: med(echo("yieldloop", 64).user_ns),
             theirs: med(echo("tokio", 64).user_ns),
@@ -87,6 +107,15 @@ pub fn section(w: &mut String, recs: &Results, clk_tck: f64) {
             yardstick: "tokio",
             max_ratio: 1.0,
             unit: "ns",
+            paired: None,
+        },
+        Target {
+            what: "HTTP/1.1 keep-alive, 64 connections: server CPU per request",
+            ours: med(http("yieldloop").cpu_us),
+            theirs: med(http("hyper").cpu_us),
+            yardstick: "hyper on tokio",
+            max_ratio: 1.0,
+            unit: "µs",
             paired: None,
         },
         Target {
