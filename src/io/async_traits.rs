@@ -17,6 +17,72 @@ use std::task::{Context, Poll};
 
 use super::PausingIo;
 
+/// The `AsyncWrite` impls of one trait family (its path, and the name of
+/// its call that ends the stream): writes pause the future while `T`
+/// cannot take more, for the owned type where `T` writes through `&mut`,
+/// and for a shared reference where `&T` writes. Both families' traits
+/// have the same calls but that last one.
+#[cfg(any(feature = "futures-io", feature = "tokio"))]
+macro_rules! write_impls {
+    ($trait:path, $end:ident) => {
+        impl<T: Write + Unpin> $trait for PausingIo<T> {
+            fn poll_write(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &[u8],
+            ) -> Poll<io::Result<usize>> {
+                self.get_mut().poll_write_with_mut(cx, |io| io.write(buf))
+            }
+
+            fn poll_write_vectored(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                bufs: &[IoSlice<'_>],
+            ) -> Poll<io::Result<usize>> {
+                self.get_mut()
+                    .poll_write_with_mut(cx, |io| io.write_vectored(bufs))
+            }
+
+            fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                self.get_mut().poll_write_with_mut(cx, |io| io.flush())
+            }
+
+            fn $end(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                self.poll_flush(cx)
+            }
+        }
+
+        impl<T> $trait for &PausingIo<T>
+        where
+            for<'a> &'a T: Write,
+        {
+            fn poll_write(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &[u8],
+            ) -> Poll<io::Result<usize>> {
+                self.poll_write_with(cx, |mut io| io.write(buf))
+            }
+
+            fn poll_write_vectored(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                bufs: &[IoSlice<'_>],
+            ) -> Poll<io::Result<usize>> {
+                self.poll_write_with(cx, |mut io| io.write_vectored(bufs))
+            }
+
+            fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                self.poll_write_with(cx, |mut io| io.flush())
+            }
+
+            fn $end(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                self.poll_flush(cx)
+            }
+        }
+    };
+}
+
 #[cfg(feature = "futures-io")]
 mod futures_impls {
     use super::*;
@@ -68,65 +134,9 @@ mod futures_impls {
         }
     }
 
-    /// Writes pause the future while `T` cannot take more; closing flushes
-    /// (`T` alone knows how to end its stream: see the sockets' own
-    /// impls, which shut down the write side).
-    impl<T: Write + Unpin> futures_io::AsyncWrite for PausingIo<T> {
-        fn poll_write(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            self.get_mut().poll_write_with_mut(cx, |io| io.write(buf))
-        }
-
-        fn poll_write_vectored(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            bufs: &[IoSlice<'_>],
-        ) -> Poll<io::Result<usize>> {
-            self.get_mut()
-                .poll_write_with_mut(cx, |io| io.write_vectored(bufs))
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            self.get_mut().poll_write_with_mut(cx, |io| io.flush())
-        }
-
-        fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            self.poll_flush(cx)
-        }
-    }
-
-    /// Writes through a shared reference, where `&T` writes.
-    impl<T> futures_io::AsyncWrite for &PausingIo<T>
-    where
-        for<'a> &'a T: Write,
-    {
-        fn poll_write(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            self.poll_write_with(cx, |mut io| io.write(buf))
-        }
-
-        fn poll_write_vectored(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            bufs: &[IoSlice<'_>],
-        ) -> Poll<io::Result<usize>> {
-            self.poll_write_with(cx, |mut io| io.write_vectored(bufs))
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            self.poll_write_with(cx, |mut io| io.flush())
-        }
-
-        fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            self.poll_flush(cx)
-        }
-    }
+    // Closing flushes: `T` alone knows how to end its stream (see the
+    // sockets' own impls, which shut down the write side).
+    write_impls!(futures_io::AsyncWrite, poll_close);
 }
 
 #[cfg(feature = "tokio")]
@@ -218,62 +228,6 @@ mod tokio_impls {
         }
     }
 
-    /// Writes pause the future while `T` cannot take more; shutting down
-    /// flushes (see the `futures-io` impl).
-    impl<T: Write + Unpin> tokio::io::AsyncWrite for PausingIo<T> {
-        fn poll_write(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            self.get_mut().poll_write_with_mut(cx, |io| io.write(buf))
-        }
-
-        fn poll_write_vectored(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            bufs: &[IoSlice<'_>],
-        ) -> Poll<io::Result<usize>> {
-            self.get_mut()
-                .poll_write_with_mut(cx, |io| io.write_vectored(bufs))
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            self.get_mut().poll_write_with_mut(cx, |io| io.flush())
-        }
-
-        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            self.poll_flush(cx)
-        }
-    }
-
-    /// Writes through a shared reference, where `&T` writes.
-    impl<T> tokio::io::AsyncWrite for &PausingIo<T>
-    where
-        for<'a> &'a T: Write,
-    {
-        fn poll_write(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            self.poll_write_with(cx, |mut io| io.write(buf))
-        }
-
-        fn poll_write_vectored(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            bufs: &[IoSlice<'_>],
-        ) -> Poll<io::Result<usize>> {
-            self.poll_write_with(cx, |mut io| io.write_vectored(bufs))
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            self.poll_write_with(cx, |mut io| io.flush())
-        }
-
-        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            self.poll_flush(cx)
-        }
-    }
+    // Shutting down flushes, as closing does for `futures-io`.
+    write_impls!(tokio::io::AsyncWrite, poll_shutdown);
 }
