@@ -2,6 +2,11 @@
 //! unwinding: a timeout scope's expiry, a cancellation or a teardown make
 //! the call fail with an error number instead (see the module docs of
 //! `hook`), and the task unwinds at its next own pause.
+//!
+//! This is the second entry point of the one waiting mechanism whose first
+//! is `io::PausingIo` (its module docs say why there are two): the same
+//! reactor registration and the same ops, from a frame that C frames sit
+//! above.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};

@@ -20,10 +20,21 @@
 //!
 //! yieldloop's own sockets ([`net`](crate::net)), a child's pipes and its
 //! pidfd ([`process`](crate::process)) and the signal listener
-//! ([`signal`](crate::signal)) all wait through it, and nothing else
-//! registers with the reactor. So a library that hands you a descriptor,
-//! or a socket made with options yieldloop has no call for, waits the
-//! same way and costs the same as a [`TcpStream`](crate::net::TcpStream).
+//! ([`signal`](crate::signal)) all wait through it. So a library that
+//! hands you a descriptor, or a socket made with options yieldloop has no
+//! call for, waits the same way and costs the same as a
+//! [`TcpStream`](crate::net::TcpStream).
+//!
+//! The mechanism has one other entry point, and only one: the Cargo
+//! feature `hook` (Linux), which pauses a task inside a C library's
+//! `read`, `connect` or `poll`. It registers the C library's descriptor
+//! with the same reactor and pauses on the same [`Op`](crate::raw::Op)s,
+//! but from a frame of its own, for one reason: it runs under C frames,
+//! and unwinding must never cross them. Where `PausingIo`'s pause unwinds
+//! a task that is cancelled or whose [`timeout`](crate::timeout()) scope
+//! expired, the hook's turns that into an error number for the C caller
+//! (`ECANCELED`, `ETIMEDOUT`), and the task unwinds at its next pause of
+//! its own. Nothing else registers with the reactor.
 //!
 //! # Futures
 //!
