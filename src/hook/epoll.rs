@@ -96,6 +96,34 @@ pub(super) fn inside_tokio_runtime() -> bool {
 use super::pause::{self, fail, wait_fd, Woke, CANCELLED, SCOPE_EXPIRED};
 use super::real;
 
+/// The three symbols' wait from a task, with a timeout that is not zero:
+/// [`wait`], unless the call must stay the plain one, `plain` (made with
+/// the caller's own arguments, so its timeout is passed on as it came):
+/// when `mask` (null: none) is not the thread's own signal mask, or the
+/// thread is inside a tokio runtime. Run under the hook's panic guard.
+///
+/// # Safety
+///
+/// As for `epoll_pwait(2)`: `events` valid for `max` entries, `mask` null
+/// or a valid `sigset_t`.
+pub(super) unsafe fn wait_or_plain(
+    epfd: c_int,
+    events: *mut epoll_event,
+    max: c_int,
+    timeout: Option<Duration>,
+    mask: *const sigset_t,
+    plain: impl FnOnce() -> c_int,
+) -> c_int {
+    pause::guard(-1, || {
+        // SAFETY: a non-null mask is the caller's valid `sigset_t`.
+        if (!mask.is_null() && !unsafe { mask_is_current(mask) }) || inside_tokio_runtime() {
+            return plain();
+        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { wait(epfd, events, max, timeout) }
+    })
+}
+
 /// `epoll_wait` from a task, with a timeout that is not zero (`None`:
 /// no timeout). Never fails because of a cancellation or a timeout scope
 /// (see the module docs): a wait they cut short fails with `EINTR`, and a

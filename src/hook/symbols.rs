@@ -723,14 +723,13 @@ pub unsafe extern "C" fn epoll_wait(
     }
     // Any negative timeout is none.
     let t = (timeout > 0).then(|| Duration::from_millis(timeout as u64));
-    guard(-1, || {
-        if epoll::inside_tokio_runtime() {
+    // SAFETY: the caller's contract, passed on (no mask).
+    unsafe {
+        epoll::wait_or_plain(epfd, events, max, t, std::ptr::null(), || {
             // SAFETY: the caller's contract, passed on.
-            return unsafe { real::epoll_wait(epfd, events, max, timeout) };
-        }
-        // SAFETY: the caller's contract, passed on.
-        unsafe { epoll::wait(epfd, events, max, t) }
-    })
+            real::epoll_wait(epfd, events, max, timeout)
+        })
+    }
 }
 
 /// `epoll_pwait(2)`; see the [module docs](super). A call with a signal
@@ -753,17 +752,13 @@ pub unsafe extern "C" fn epoll_pwait(
         return unsafe { real::epoll_pwait(epfd, events, max, timeout, mask) };
     }
     let t = (timeout > 0).then(|| Duration::from_millis(timeout as u64));
-    guard(-1, || {
-        // SAFETY: a non-null mask is the caller's valid `sigset_t`.
-        if (!mask.is_null() && !unsafe { epoll::mask_is_current(mask) })
-            || epoll::inside_tokio_runtime()
-        {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        epoll::wait_or_plain(epfd, events, max, t, mask, || {
             // SAFETY: the caller's contract, passed on.
-            return unsafe { real::epoll_pwait(epfd, events, max, timeout, mask) };
-        }
-        // SAFETY: the caller's contract, passed on.
-        unsafe { epoll::wait(epfd, events, max, t) }
-    })
+            real::epoll_pwait(epfd, events, max, timeout, mask)
+        })
+    }
 }
 
 /// `epoll_pwait2(2)`; see the [module docs](super). As `epoll_pwait`,
@@ -795,17 +790,13 @@ pub unsafe extern "C" fn epoll_pwait2(
             return unsafe { real::epoll_pwait2(epfd, events, max, timeout, mask) };
         }
     };
-    guard(-1, || {
-        // SAFETY: a non-null mask is the caller's valid `sigset_t`.
-        if (!mask.is_null() && !unsafe { epoll::mask_is_current(mask) })
-            || epoll::inside_tokio_runtime()
-        {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        epoll::wait_or_plain(epfd, events, max, t, mask, || {
             // SAFETY: the caller's contract, passed on.
-            return unsafe { real::epoll_pwait2(epfd, events, max, timeout, mask) };
-        }
-        // SAFETY: the caller's contract, passed on.
-        unsafe { epoll::wait(epfd, events, max, t) }
-    })
+            real::epoll_pwait2(epfd, events, max, timeout, mask)
+        })
+    }
 }
 
 /// `nanosleep(2)`; see the [module docs](super): from a task, only the
