@@ -26,6 +26,9 @@ use std::time::{Duration, Instant};
 
 use futures::channel::oneshot;
 
+mod args;
+use args::Args;
+
 /// A future that is ready once a thread of its own has slept `ms`.
 fn thread_timer(ms: u64) -> impl Future<Output = ()> {
     /// `(done, waker to wake when done)`, shared with the timer thread.
@@ -62,10 +65,7 @@ fn thread_timer(ms: u64) -> impl Future<Output = ()> {
 }
 
 fn main() {
-    if std::env::args().len() > 1 {
-        eprintln!("usage: async_interop");
-        std::process::exit(2);
-    }
+    Args::new("async_interop").finish();
 
     // Part one: futures inside yieldloop tasks.
     yieldloop::run(|| {

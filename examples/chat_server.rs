@@ -29,36 +29,22 @@ use std::time::Duration;
 use yieldloop::net::{TcpListener, TcpStream};
 use yieldloop::raw::ParkToken;
 
+mod args;
+use args::Args;
+
 /// Lines a client may have waiting before it counts as too slow.
 const MAX_QUEUED: usize = 1000;
 /// The longest line accepted, newline included.
 const MAX_LINE: u64 = 4096;
 
 fn main() {
-    let addr = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("chat_server: {msg}\nusage: chat_server [--addr HOST:PORT]");
-            std::process::exit(2);
-        }
-    };
+    let mut args = Args::new("chat_server [--addr HOST:PORT]");
+    let addr: String = args.value_or("--addr", "127.0.0.1:1236".into());
+    args.finish();
     if let Err(e) = yieldloop::run(move || serve(&addr)) {
         eprintln!("chat_server: {e}");
         std::process::exit(1);
     }
-}
-
-fn parse_args() -> Result<String, String> {
-    let mut addr = "127.0.0.1:1236".to_string();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--addr" => addr = args.next().ok_or("--addr needs HOST:PORT")?,
-            "-h" | "--help" => return Err("relays each client's lines to all others".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(addr)
 }
 
 fn serve(addr: &str) -> io::Result<()> {

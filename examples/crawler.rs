@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 use yieldloop::net::TcpStream;
 use yieldloop::sync::local::{sync_channel, WaitGroup};
 
-const USAGE: &str =
-    "usage: crawler [URL] [--tasks N] [--timeout-ms MS] [--max-redirects N] [--max-pages N]";
+mod args;
+use args::Args;
 
 /// The crawl's settings.
 #[derive(Clone, Debug)]
@@ -310,41 +310,19 @@ fn demo_answer(mut conn: std::net::TcpStream) {
     let _ = conn.write_all(answer.as_bytes());
 }
 
-fn parse_args() -> Result<Settings, String> {
-    let mut s = Settings {
-        root: None,
-        tasks: 4,
-        timeout: Duration::from_millis(1000),
-        max_redirects: 3,
-        max_pages: 10_000,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| {
-            args.next()
-                .and_then(|v| v.parse::<u64>().ok())
-                .ok_or(format!("{name} needs a number"))
-        };
-        match arg.as_str() {
-            "--tasks" => s.tasks = value("--tasks")?.max(1) as usize,
-            "--timeout-ms" => s.timeout = Duration::from_millis(value("--timeout-ms")?),
-            "--max-redirects" => s.max_redirects = value("--max-redirects")? as u32,
-            "--max-pages" => s.max_pages = value("--max-pages")?.max(1) as usize,
-            url if url.starts_with("http://") && s.root.is_none() => s.root = Some(url.into()),
-            other => return Err(format!("unexpected argument {other:?}")),
-        }
-    }
-    Ok(s)
-}
-
 fn main() {
-    let settings = match parse_args() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}\n{USAGE}");
-            std::process::exit(2);
-        }
+    let mut args = Args::new(
+        "crawler [URL] [--tasks N] [--timeout-ms MS] [--max-redirects N] [--max-pages N]",
+    );
+    let settings = Settings {
+        tasks: args.value_in("--tasks", 4, 1..),
+        timeout: Duration::from_millis(args.value_or("--timeout-ms", 1000)),
+        max_redirects: args.value_or("--max-redirects", 3),
+        max_pages: args.value_in("--max-pages", 10_000, 1..),
+        // Last: once the options are taken, what is left is the URL.
+        root: args.positional("URL"),
     };
+    args.finish();
     let root = match &settings.root {
         Some(url) => url.clone(),
         None => {
@@ -353,8 +331,7 @@ fn main() {
         }
     };
     let Some(root) = Url::parse(&root) else {
-        eprintln!("not an http:// URL: {root}\n{USAGE}");
-        std::process::exit(2);
+        args.fail(format!("not an http:// URL: {root}"));
     };
     let report = yieldloop::run(|| crawl(root, &settings));
     if report.pages == 0 {

@@ -24,11 +24,15 @@ use std::time::{Duration, Instant};
 use yieldloop::net::TcpStream;
 use yieldloop::Runtime;
 
+mod args;
+use args::Args;
+
 /// Connections are made during this time, before the counting starts.
 const WARM_UP: Duration = Duration::from_millis(300);
 
+/// The command line's settings.
 #[derive(Clone, Copy)]
-struct Args {
+struct Settings {
     addr: SocketAddr,
     connections: usize,
     size: usize,
@@ -38,56 +42,26 @@ struct Args {
 }
 
 fn main() {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!(
-                "echo_load: {msg}\nusage: echo_load [--addr HOST:PORT] [--connections C] \
-                 [--size BYTES] [--duration SECS] [--threads N] [--server-pid PID]"
-            );
-            std::process::exit(2);
-        }
+    let mut args = Args::new(
+        "echo_load [--addr HOST:PORT] [--connections C] [--size BYTES] [--duration SECS] \
+         [--threads N] [--server-pid PID]",
+    );
+    let settings = Settings {
+        addr: args.value_or("--addr", SocketAddr::from(([127, 0, 0, 1], 1237))),
+        connections: args.value_in("--connections", 64, 1..),
+        size: args.value_in("--size", 64, 1..),
+        duration: Duration::from_secs_f64(args.value_in("--duration", 5.0, 0.0..=86_400.0)),
+        threads: args.value_in("--threads", 1, 1..),
+        server_pid: args.value("--server-pid"),
     };
-    if let Err(e) = run(args) {
+    args.finish();
+    if let Err(e) = run(settings) {
         eprintln!("echo_load: {e}");
         std::process::exit(1);
     }
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut a = Args {
-        addr: SocketAddr::from(([127, 0, 0, 1], 1237)),
-        connections: 64,
-        size: 64,
-        duration: Duration::from_secs(5),
-        threads: 1,
-        server_pid: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
-        let bad = |e: &dyn std::fmt::Display| format!("{arg}: {e}");
-        match arg.as_str() {
-            "--addr" => a.addr = value()?.parse().map_err(|e| bad(&e))?,
-            "--connections" => a.connections = value()?.parse().map_err(|e| bad(&e))?,
-            "--size" => a.size = value()?.parse().map_err(|e| bad(&e))?,
-            "--duration" => {
-                let secs: f64 = value()?.parse().map_err(|e| bad(&e))?;
-                a.duration = Duration::try_from_secs_f64(secs).map_err(|e| bad(&e))?;
-            }
-            "--threads" => a.threads = value()?.parse().map_err(|e| bad(&e))?,
-            "--server-pid" => a.server_pid = Some(value()?.parse().map_err(|e| bad(&e))?),
-            "-h" | "--help" => return Err("measures an echo server's round trips".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    if a.connections == 0 || a.size == 0 || a.threads == 0 {
-        return Err("--connections, --size and --threads must be at least 1".into());
-    }
-    Ok(a)
-}
-
-fn run(args: Args) -> io::Result<()> {
+fn run(args: Settings) -> io::Result<()> {
     let rt = Runtime::builder()
         .workers(args.threads)
         .name("load")
@@ -143,7 +117,7 @@ fn run(args: Args) -> io::Result<()> {
 }
 
 /// One thread's share of the connections; returns its counted round trips.
-fn drive(args: Args, connections: usize, from: Instant, until: Instant) -> io::Result<u64> {
+fn drive(args: Settings, connections: usize, from: Instant, until: Instant) -> io::Result<u64> {
     let tasks: Vec<_> = (0..connections)
         .map(|_| {
             yieldloop::spawn(move || -> io::Result<u64> {

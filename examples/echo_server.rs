@@ -45,6 +45,9 @@ use yieldloop::net::{TcpListener, TcpStream};
 use yieldloop::signal::{Signals, SIGINT, SIGQUIT, SIGTERM};
 use yieldloop::{JoinHandle, Runtime};
 
+mod args;
+use args::Args;
+
 /// Command-line settings.
 #[derive(Clone, Debug)]
 struct Config {
@@ -70,53 +73,26 @@ struct Stats {
 }
 
 fn main() {
-    let config = match parse_args() {
-        Ok(c) => c,
-        Err(msg) => {
-            eprintln!(
-                "echo_server: {msg}\nusage: echo_server [--addr HOST:PORT] [--workers N] \
-                 [--idle-timeout SECS] [--max-conns N] [--grace SECS] [--quiet]"
-            );
-            std::process::exit(2);
-        }
+    let mut args = Args::new(
+        "echo_server [--addr HOST:PORT] [--workers N] [--idle-timeout SECS] [--max-conns N] \
+         [--grace SECS] [--quiet]",
+    );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let config = Config {
+        addr: args.value_or("--addr", "127.0.0.1:1235".into()),
+        workers: args.value_in("--workers", cores, 1..),
+        // 0 seconds: no limit.
+        idle: Some(Duration::from_secs(args.value_or("--idle-timeout", 300)))
+            .filter(|idle| !idle.is_zero()),
+        max_conns: args.value_or("--max-conns", 10_000),
+        grace: Duration::from_secs(args.value_or("--grace", 5)),
+        quiet: args.flag("--quiet"),
     };
+    args.finish();
     if let Err(e) = serve(config) {
         eprintln!("echo_server: {e}");
         std::process::exit(1);
     }
-}
-
-fn parse_args() -> Result<Config, String> {
-    let mut c = Config {
-        addr: "127.0.0.1:1235".into(),
-        workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        idle: Some(Duration::from_secs(300)),
-        max_conns: 10_000,
-        grace: Duration::from_secs(5),
-        quiet: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--addr" => c.addr = value("--addr")?,
-            "--workers" => c.workers = number(&value("--workers")?)?.max(1) as usize,
-            "--idle-timeout" => {
-                let secs = number(&value("--idle-timeout")?)?;
-                c.idle = (secs > 0).then(|| Duration::from_secs(secs));
-            }
-            "--max-conns" => c.max_conns = number(&value("--max-conns")?)? as usize,
-            "--grace" => c.grace = Duration::from_secs(number(&value("--grace")?)?),
-            "--quiet" => c.quiet = true,
-            "-h" | "--help" => return Err("echoes every connection's bytes back".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(c)
-}
-
-fn number(s: &str) -> Result<u64, String> {
-    s.parse().map_err(|_| format!("not a number: {s:?}"))
 }
 
 /// Starts the workers and waits for them to finish after a signal.

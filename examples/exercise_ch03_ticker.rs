@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
+mod args;
+use args::Args;
+
 /// What a task asks for when it pauses: resume me at or after this instant.
 struct Wait(Instant);
 
@@ -91,19 +94,10 @@ fn worker(period: Duration) -> Task {
 }
 
 fn main() {
-    let (mut period_ms, mut ticks) = (20u64, 10u32);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let value = args.next().and_then(|v| v.parse::<u64>().ok());
-        match (arg.as_str(), value) {
-            ("--period-ms", Some(v)) if (1..=10_000).contains(&v) => period_ms = v,
-            ("--ticks", Some(v)) if (1..=1_000).contains(&v) => ticks = v as u32,
-            _ => {
-                eprintln!("usage: exercise_ch03_ticker [--period-ms 1..10000] [--ticks 1..1000]");
-                std::process::exit(2);
-            }
-        }
-    }
+    let mut args = Args::new("exercise_ch03_ticker [--period-ms 1..10000] [--ticks 1..1000]");
+    let period_ms: u64 = args.value_in("--period-ms", 20, 1..=10_000);
+    let ticks: u32 = args.value_in("--ticks", 10, 1..=1_000);
+    args.finish();
     let period = Duration::from_millis(period_ms);
     let start = Instant::now();
     heap_loop(vec![ticker(period, ticks), worker(period)]).expect("the poll works");

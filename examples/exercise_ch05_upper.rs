@@ -25,6 +25,9 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Registry, Token};
 
+mod args;
+use args::Args;
+
 /// Resume me when the socket under this token may be readable (`true`) or
 /// writable (`false`).
 struct Op(Token, bool);
@@ -155,14 +158,9 @@ fn client(addr: SocketAddr, id: usize) -> io::Result<usize> {
 }
 
 fn main() -> io::Result<()> {
-    let clients = match std::env::args().skip(1).collect::<Vec<_>>()[..] {
-        [] => 3,
-        [ref flag, ref n] if flag == "--clients" => n.parse().unwrap_or(0).clamp(1, 100),
-        _ => {
-            eprintln!("usage: exercise_ch05_upper [--clients N]");
-            std::process::exit(2);
-        }
-    };
+    let mut args = Args::new("exercise_ch05_upper [--clients 1..100]");
+    let clients = args.value_in("--clients", 3, 1..=100);
+    args.finish();
     let listener = TcpListener::bind("127.0.0.1:0".parse().expect("an address"))?;
     let addr = listener.local_addr()?;
     let threads: Vec<_> = (1..=clients)

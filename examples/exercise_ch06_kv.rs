@@ -23,6 +23,9 @@ use std::rc::Rc;
 
 use yieldloop::net::{TcpListener, TcpStream};
 
+mod args;
+use args::Args;
+
 type Table = Rc<RefCell<HashMap<String, String>>>;
 
 /// The answer to one command line, or `None` for `QUIT`.
@@ -72,18 +75,11 @@ fn serve(stream: TcpStream, table: Table) -> io::Result<usize> {
 }
 
 fn main() -> io::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let (mut addr, mut max_clients) = ("127.0.0.1:1236".to_string(), None);
-    while let (Some(flag), Some(value)) = (args.next(), args.next()) {
-        match flag.as_str() {
-            "--addr" => addr = value,
-            "--max-clients" => max_clients = value.parse::<usize>().ok().filter(|&n| n > 0),
-            _ => {
-                eprintln!("usage: exercise_ch06_kv [--addr HOST:PORT] [--max-clients N]");
-                std::process::exit(2);
-            }
-        }
-    }
+    let mut args = Args::new("exercise_ch06_kv [--addr HOST:PORT] [--max-clients N]");
+    let addr: String = args.value_or("--addr", "127.0.0.1:1236".into());
+    // 0 is no limit, as without the option.
+    let max_clients: Option<usize> = args.value("--max-clients").filter(|&n| n > 0);
+    args.finish();
     yieldloop::run(move || {
         let listener = TcpListener::bind(&addr)?;
         eprintln!("listening on {}", listener.local_addr()?);

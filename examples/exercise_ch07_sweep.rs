@@ -16,6 +16,9 @@
 
 use std::time::{Duration, Instant};
 
+mod args;
+use args::Args;
+
 /// The N the article's benchmark uses.
 const ARTICLE_LIST: [u64; 9] = [1, 10, 50, 100, 500, 1000, 5000, 10000, 20000];
 
@@ -45,47 +48,28 @@ fn sweep_point(n: u64, nap: Duration) -> Duration {
     wall
 }
 
-/// `--list` and `--secs`, checked.
-fn parse_args() -> Result<(Vec<u64>, Duration), String> {
-    let (mut list, mut secs) = (ARTICLE_LIST.to_vec(), 1.0f64);
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--list" => {
-                list = value
-                    .split(',')
-                    .map(|s| {
-                        s.trim()
-                            .parse::<u64>()
-                            .map_err(|e| format!("--list {s:?}: {e}"))
-                    })
-                    .collect::<Result<_, _>>()?;
-                if list.iter().any(|&n| n == 0 || n > 1_000_000) {
-                    return Err("--list: each N from 1 to 1000000".into());
-                }
-            }
-            "--secs" => {
-                secs = value
-                    .parse()
-                    .map_err(|e| format!("--secs {value:?}: {e}"))?;
-                if !(0.0..=60.0).contains(&secs) {
-                    return Err("--secs: 0 to 60".into());
-                }
-            }
-            _ => return Err(format!("unknown argument {flag:?}")),
-        }
-    }
-    Ok((list, Duration::from_secs_f64(secs)))
+/// The N of `--list`, separated by commas; `None` unless each is a number
+/// from 1 to 1000000.
+fn parse_list(text: &str) -> Option<Vec<u64>> {
+    text.split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=1_000_000).contains(n))
+        })
+        .collect()
 }
 
 fn main() {
-    let (list, nap) = parse_args().unwrap_or_else(|msg| {
-        eprintln!(
-            "exercise_ch07_sweep: {msg}\nusage: exercise_ch07_sweep [--list N,N,...] [--secs S]"
-        );
-        std::process::exit(2);
-    });
+    let mut args = Args::new("exercise_ch07_sweep [--list N,N,...] [--secs S]");
+    let list = match args.value::<String>("--list") {
+        None => ARTICLE_LIST.to_vec(),
+        Some(text) => parse_list(&text)
+            .unwrap_or_else(|| args.fail(format!("--list {text:?}: each N from 1 to 1000000"))),
+    };
+    let nap = Duration::from_secs_f64(args.value_in("--secs", 1.0, 0.0..=60.0));
+    args.finish();
     println!("n,seconds");
     for n in list {
         let wall = sweep_point(n, nap);

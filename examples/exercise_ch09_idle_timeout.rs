@@ -27,6 +27,9 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
+mod args;
+use args::Args;
+
 /// What a task asks for when it pauses.
 enum Op {
     /// Resume me when the socket may be readable, or at the deadline.
@@ -241,24 +244,15 @@ fn try_accept(listener: &TcpListener, poll: &Poll, next: &mut usize) -> Option<R
 }
 
 fn main() -> io::Result<()> {
-    let (mut addr, mut idle_ms, mut max_clients) = ("127.0.0.1:1235".to_string(), 5000u64, None);
-    let mut args = std::env::args().skip(1);
-    while let (Some(flag), Some(value)) = (args.next(), args.next()) {
-        match (flag.as_str(), value.parse::<u64>()) {
-            ("--addr", _) => addr = value,
-            ("--idle-ms", Ok(ms)) if (1..=3_600_000).contains(&ms) => idle_ms = ms,
-            ("--max-clients", Ok(n)) if n > 0 => max_clients = Some(n as usize),
-            _ => {
-                eprintln!(
-                    "usage: exercise_ch09_idle_timeout [--addr A] [--idle-ms MS] [--max-clients N]"
-                );
-                std::process::exit(2);
-            }
-        }
+    let mut args =
+        Args::new("exercise_ch09_idle_timeout [--addr A] [--idle-ms MS] [--max-clients N]");
+    let addr = args.value_or("--addr", SocketAddr::from(([127, 0, 0, 1], 1235)));
+    let idle_ms = args.value_in("--idle-ms", 5000, 1..=3_600_000);
+    let max_clients: Option<usize> = args.value("--max-clients");
+    args.finish();
+    if max_clients == Some(0) {
+        args.fail("--max-clients must be at least 1");
     }
-    let addr: SocketAddr = addr
-        .parse()
-        .map_err(|e| io::Error::new(ErrorKind::InvalidInput, e))?;
     let listener = TcpListener::bind(addr)?;
     println!("listening on {}", listener.local_addr()?);
     run(listener, Duration::from_millis(idle_ms), max_clients)

@@ -25,6 +25,9 @@ use yieldloop::net::{TcpListener, TcpStream};
 use yieldloop::signal::{Signals, SIGINT, SIGTERM};
 use yieldloop::JoinHandle;
 
+mod args;
+use args::Args;
+
 /// Echoes lines until the client hangs up.
 fn echo_lines(stream: TcpStream) -> io::Result<()> {
     let mut reader = BufReader::new(&stream);
@@ -37,18 +40,10 @@ fn echo_lines(stream: TcpStream) -> io::Result<()> {
 }
 
 fn main() -> io::Result<()> {
-    let (mut addr, mut grace_ms) = ("127.0.0.1:1237".to_string(), 1000u64);
-    let mut args = std::env::args().skip(1);
-    while let (Some(flag), Some(value)) = (args.next(), args.next()) {
-        match (flag.as_str(), value.parse::<u64>()) {
-            ("--addr", _) => addr = value,
-            ("--grace-ms", Ok(ms)) if ms <= 600_000 => grace_ms = ms,
-            _ => {
-                eprintln!("usage: exercise_ch11_graceful [--addr HOST:PORT] [--grace-ms MS]");
-                std::process::exit(2);
-            }
-        }
-    }
+    let mut args = Args::new("exercise_ch11_graceful [--addr HOST:PORT] [--grace-ms MS]");
+    let addr: String = args.value_or("--addr", "127.0.0.1:1237".into());
+    let grace_ms = args.value_in("--grace-ms", 1000, ..=600_000);
+    args.finish();
     let grace = Duration::from_millis(grace_ms);
     yieldloop::run(move || {
         let mut signals = Signals::new([SIGINT, SIGTERM])?;

@@ -25,19 +25,14 @@ use std::time::Duration;
 
 use yieldloop::process::{Command, Stdio};
 
+mod args;
+use args::Args;
+
 fn main() -> io::Result<()> {
-    let (mut n, mut divisor) = (200_000u64, 7u64);
-    let mut args = std::env::args().skip(1);
-    while let (Some(flag), Some(value)) = (args.next(), args.next()) {
-        match (flag.as_str(), value.parse::<u64>()) {
-            ("--n", Ok(v)) if (1..=10_000_000).contains(&v) => n = v,
-            ("--divisor", Ok(v)) if v > 0 => divisor = v,
-            _ => {
-                eprintln!("usage: exercise_ch11_pipeline [--n N] [--divisor D]");
-                std::process::exit(2);
-            }
-        }
-    }
+    let mut args = Args::new("exercise_ch11_pipeline [--n N] [--divisor D]");
+    let n: u64 = args.value_in("--n", 200_000, 1..=10_000_000);
+    let divisor: u64 = args.value_in("--divisor", 7, 1..);
+    args.finish();
     yieldloop::run(move || {
         let mut seq = Command::new("seq")
             .args(["1", &n.to_string()])

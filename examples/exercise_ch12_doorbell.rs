@@ -36,22 +36,15 @@ use std::time::{Duration, Instant};
 
 use yieldloop::io::PausingIo;
 
+mod args;
+use args::Args;
+
 fn main() -> io::Result<()> {
-    let (mut rings, mut interval_ms, mut blocking) = (5u32, 20u64, false);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut number = |name: &str| -> u64 {
-            args.next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| usage(&format!("{name} needs a number")))
-        };
-        match arg.as_str() {
-            "--rings" => rings = number("--rings") as u32,
-            "--interval-ms" => interval_ms = number("--interval-ms"),
-            "--blocking" => blocking = true,
-            other => usage(&format!("unknown argument {other:?}")),
-        }
-    }
+    let mut args = Args::new("exercise_ch12_doorbell [--rings N] [--interval-ms MS] [--blocking]");
+    let rings: u32 = args.value_or("--rings", 5);
+    let interval_ms: u64 = args.value_or("--interval-ms", 20);
+    let blocking = args.flag("--blocking");
+    args.finish();
 
     let (bell, ringer) = pipe()?;
     yieldloop::run(move || -> io::Result<()> {
@@ -134,12 +127,4 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     // SAFETY: both descriptors were just opened by `pipe` and nothing else
     // owns them.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-fn usage(problem: &str) -> ! {
-    eprintln!(
-        "exercise_ch12_doorbell: {problem}\n\
-         usage: exercise_ch12_doorbell [--rings N] [--interval-ms MS] [--blocking]"
-    );
-    std::process::exit(2)
 }

@@ -20,22 +20,18 @@
 
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
-use std::process;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: fan_out [--scale F]";
+mod args;
+use args::Args;
 
 /// (mirror, seconds until it answers).
 const MIRRORS: [(&str, f64); 4] = [("eu", 0.30), ("us", 0.10), ("asia", 0.50), ("sa", 0.20)];
 
 fn main() {
-    let scale = match parse_args() {
-        Ok(s) => s,
-        Err(msg) => {
-            eprintln!("fan_out: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("fan_out [--scale F]");
+    let scale = args.value_in("--scale", 1.0, 0.001..=1000.0);
+    args.finish();
     yieldloop::run(move || demo(scale));
 }
 
@@ -108,23 +104,4 @@ fn demo(scale: f64) {
         start.elapsed().as_secs_f64() / scale,
         finished.borrow()
     );
-}
-
-fn parse_args() -> Result<f64, String> {
-    let mut scale = 1.0;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--scale" => {
-                let v = args.next().ok_or("--scale needs a value")?;
-                scale = v
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| *s > 0.0 && s.is_finite())
-                    .ok_or_else(|| format!("bad --scale {v:?}"))?;
-            }
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(scale)
 }

@@ -26,19 +26,16 @@ use std::time::{Duration, Instant};
 
 use yieldloop::Builder;
 
-const USAGE: &str = "usage: join_tasks [--scale F]";
+mod args;
+use args::Args;
 
 /// Primes are counted below this.
 const PRIMES_BELOW: u32 = 10_000;
 
 fn main() {
-    let scale = match parse_args() {
-        Ok(s) => s,
-        Err(msg) => {
-            eprintln!("join_tasks: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("join_tasks [--scale F]");
+    let scale = args.value_in("--scale", 1.0, 0.001..=1000.0);
+    args.finish();
     if let Err(e) = yieldloop::run(move || demo(scale)) {
         eprintln!("join_tasks: {e}");
         process::exit(1);
@@ -110,23 +107,4 @@ fn count_primes(n: u32) -> usize {
     (2..n)
         .filter(|&k| (2..).take_while(|d| d * d <= k).all(|d| k % d != 0))
         .count()
-}
-
-fn parse_args() -> Result<f64, String> {
-    let mut scale = 1.0;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--scale" => {
-                let s = args.next().ok_or("--scale needs a factor")?;
-                scale = s.parse().map_err(|e| format!("--scale {s:?}: {e}"))?;
-                if !(0.0..1e6).contains(&scale) {
-                    return Err(format!("--scale {s}: out of range"));
-                }
-            }
-            "-h" | "--help" => return Err("spawns tasks and joins them".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(scale)
 }

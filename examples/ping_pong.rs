@@ -27,11 +27,11 @@
 
 use std::cell::Cell;
 use std::fmt;
-use std::process;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: ping_pong [--scale F] [--rounds N]";
+mod args;
+use args::Args;
 
 /// How long ping naps, and pong's practice beat, before scaling.
 const NAP: Duration = Duration::from_secs(5);
@@ -87,13 +87,10 @@ impl Table {
 }
 
 fn main() {
-    let (scale, rounds) = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("ping_pong: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("ping_pong [--scale F] [--rounds N]");
+    let scale = args.value_in("--scale", 1.0, 0.001..=1000.0);
+    let rounds: u32 = args.value_or("--rounds", 5);
+    args.finish();
     let start = Instant::now();
     let nap = NAP.mul_f64(scale);
     let beat = BEAT.mul_f64(scale);
@@ -137,27 +134,4 @@ fn main() {
         "rally over: {rounds} rounds in {:.2}s",
         start.elapsed().as_secs_f64()
     );
-}
-
-fn parse_args() -> Result<(f64, u32), String> {
-    let (mut scale, mut rounds) = (1.0, 5);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--scale" => {
-                let s = args.next().ok_or("--scale needs a factor")?;
-                scale = s.parse().map_err(|e| format!("--scale {s:?}: {e}"))?;
-                if !(scale > 0.0 && scale < 1e6) {
-                    return Err(format!("--scale {s}: out of range"));
-                }
-            }
-            "--rounds" => {
-                let s = args.next().ok_or("--rounds needs a number")?;
-                rounds = s.parse().map_err(|e| format!("--rounds {s:?}: {e}"))?;
-            }
-            "-h" | "--help" => return Err("two tasks taking turns".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok((scale, rounds))
 }

@@ -22,7 +22,11 @@ use std::time::{Duration, Instant};
 
 use yieldloop::net::TcpStream;
 
-struct Args {
+mod args;
+use args::Args;
+
+/// What to scan, and how.
+struct Scan {
     host: IpAddr,
     first: u16,
     last: u16,
@@ -31,19 +35,26 @@ struct Args {
 }
 
 fn main() {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!(
-                "port_scan: {msg}\nusage: port_scan [--host IP] [--ports FIRST-LAST] \
-                 [--timeout-ms MS] [--concurrency N]"
-            );
-            std::process::exit(2);
-        }
+    let mut args =
+        Args::new("port_scan [--host IP] [--ports FIRST-LAST] [--timeout-ms MS] [--concurrency N]");
+    let ports: String = args.value_or("--ports", "1-1024".into());
+    // FIRST-LAST, or one port.
+    let (first, last) = ports.split_once('-').unwrap_or((&ports, &ports));
+    let (first, last) = match (first.parse(), last.parse()) {
+        (Ok(first), Ok(last)) if 1 <= first && first <= last => (first, last),
+        _ => args.fail(format!("--ports {ports}: need 1 <= FIRST <= LAST")),
     };
-    let (host, count) = (args.host, u32::from(args.last) - u32::from(args.first) + 1);
+    let job = Scan {
+        host: args.value_or("--host", IpAddr::from([127, 0, 0, 1])),
+        first,
+        last,
+        timeout: Duration::from_millis(args.value_in("--timeout-ms", 200, 1..)),
+        concurrency: args.value_in("--concurrency", 100, 1..),
+    };
+    args.finish();
+    let (host, count) = (job.host, u32::from(last) - u32::from(first) + 1);
     let start = Instant::now();
-    let report = yieldloop::run(move || scan(&args));
+    let report = yieldloop::run(move || scan(&job));
     for port in &report.open {
         println!("open {port}");
     }
@@ -55,50 +66,6 @@ fn main() {
     );
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut a = Args {
-        host: IpAddr::from([127, 0, 0, 1]),
-        first: 1,
-        last: 1024,
-        timeout: Duration::from_millis(200),
-        concurrency: 100,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--host" => a.host = value()?.parse().map_err(|e| format!("--host: {e}"))?,
-            "--ports" => {
-                let v = value()?;
-                let (first, last) = v.split_once('-').unwrap_or((&v, &v));
-                a.first = first.parse().map_err(|e| format!("--ports: {e}"))?;
-                a.last = last.parse().map_err(|e| format!("--ports: {e}"))?;
-                if a.first == 0 || a.first > a.last {
-                    return Err(format!("--ports {v}: need 1 <= FIRST <= LAST"));
-                }
-            }
-            "--timeout-ms" => {
-                let ms: u64 = value()?.parse().map_err(|e| format!("--timeout-ms: {e}"))?;
-                if ms == 0 {
-                    return Err("--timeout-ms must be at least 1".into());
-                }
-                a.timeout = Duration::from_millis(ms);
-            }
-            "--concurrency" => {
-                a.concurrency = value()?
-                    .parse()
-                    .map_err(|e| format!("--concurrency: {e}"))?;
-                if a.concurrency == 0 {
-                    return Err("--concurrency must be at least 1".into());
-                }
-            }
-            "-h" | "--help" => return Err("scans TCP ports".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(a)
-}
-
 /// What the scan found.
 #[derive(Default)]
 struct Report {
@@ -108,7 +75,7 @@ struct Report {
     filtered: usize,
 }
 
-fn scan(args: &Args) -> Report {
+fn scan(args: &Scan) -> Report {
     // The next port to try; u32 so that counting past 65535 cannot wrap.
     let next = Rc::new(Cell::new(u32::from(args.first)));
     let report = Rc::new(RefCell::new(Report::default()));

@@ -30,14 +30,14 @@
 use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
-use std::process;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use yieldloop::net::{self, Resolve};
 
-const USAGE: &str = "usage: resolve_stall [--delay-ms N] [--runs N]";
+mod args;
+use args::Args;
 
 /// A resolver that answers every name with the loopback address, late.
 struct Slow(Duration);
@@ -50,13 +50,10 @@ impl Resolve for Slow {
 }
 
 fn main() {
-    let (delay, runs) = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("resolve_stall: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("resolve_stall [--delay-ms N] [--runs N]");
+    let delay = Duration::from_millis(args.value_in("--delay-ms", 200, ..=60_000));
+    let runs: u32 = args.value_in("--runs", 3, 1..=100);
+    args.finish();
     let resolver = Arc::new(Slow(delay));
     net::set_resolver(resolver.clone());
     println!(
@@ -123,21 +120,4 @@ fn worst_gap(
 
 fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-fn parse_args() -> Result<(Duration, u32), String> {
-    let (mut delay_ms, mut runs) = (200u64, 3u32);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| -> Result<u64, String> {
-            let v = args.next().ok_or(format!("{name} needs a number"))?;
-            v.parse().map_err(|e| format!("{name} {v:?}: {e}"))
-        };
-        match arg.as_str() {
-            "--delay-ms" => delay_ms = value("--delay-ms")?.min(60_000),
-            "--runs" => runs = value("--runs")?.clamp(1, 100) as u32,
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok((Duration::from_millis(delay_ms), runs))
 }

@@ -30,7 +30,8 @@
 use std::process;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-const USAGE: &str = "usage: rockets [--count N] [--seed S] [--max-delay SECS] [--step-ms MS]";
+mod args;
+use args::Args;
 
 /// The longest countdown, in steps.
 const MAX_STEPS: u64 = 4;
@@ -62,13 +63,14 @@ struct FlightPlan {
 }
 
 fn main() {
-    let opts = match parse_args() {
-        Ok(o) => o,
-        Err(msg) => {
-            eprintln!("rockets: {msg}\n{USAGE}");
-            process::exit(2);
-        }
+    let mut args = Args::new("rockets [--count N] [--seed S] [--max-delay SECS] [--step-ms MS]");
+    let opts = Options {
+        count: args.value_or("--count", 10_000),
+        seed: args.value("--seed").unwrap_or_else(clock_seed),
+        max_delay: Duration::from_secs_f64(args.value_in("--max-delay", 5.0, 0.0..=3600.0)),
+        step: Duration::from_millis(args.value_or("--step-ms", 1000)),
     };
+    args.finish();
     println!("rockets: {}, seed {}", opts.count, opts.seed);
 
     let count = opts.count;
@@ -146,39 +148,6 @@ fn wait_for(at: Instant) -> Duration {
     } else {
         Duration::ZERO
     }
-}
-
-fn parse_args() -> Result<Options, String> {
-    let mut opts = Options {
-        count: 10_000,
-        seed: clock_seed(),
-        max_delay: Duration::from_secs(5),
-        step: Duration::from_millis(1000),
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |what: &str| args.next().ok_or(format!("{arg} needs {what}"));
-        match arg.as_str() {
-            "--count" => opts.count = parse(&value("a number")?)?,
-            "--seed" => opts.seed = parse(&value("a number")?)?,
-            "--max-delay" => {
-                let secs: f64 = parse(&value("seconds")?)?;
-                opts.max_delay = Duration::try_from_secs_f64(secs)
-                    .map_err(|e| format!("--max-delay {secs}: {e}"))?;
-            }
-            "--step-ms" => opts.step = Duration::from_millis(parse(&value("milliseconds")?)?),
-            "-h" | "--help" => return Err("launches rockets, each a task".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(opts)
-}
-
-fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>
-where
-    T::Err: std::fmt::Display,
-{
-    s.parse().map_err(|e| format!("{s:?}: {e}"))
 }
 
 /// A seed that differs from run to run: the clock's nanoseconds mixed with

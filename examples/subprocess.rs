@@ -21,19 +21,16 @@ use std::time::{Duration, Instant};
 
 use yieldloop::process::{Command, Stdio};
 
-const USAGE: &str = "usage: subprocess [--scale F]";
+mod args;
+use args::Args;
 
 /// (job, steps, seconds per step).
 const JOBS: [(&str, u32, f64); 3] = [("build", 3, 0.35), ("test", 2, 0.5), ("lint", 4, 0.1)];
 
 fn main() {
-    let scale = match parse_args() {
-        Ok(s) => s,
-        Err(msg) => {
-            eprintln!("subprocess: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("subprocess [--scale F]");
+    let scale = args.value_in("--scale", 1.0, 0.001..=1000.0);
+    args.finish();
     if let Err(e) = yieldloop::run(move || demo(scale)) {
         eprintln!("subprocess: {e}");
         process::exit(1);
@@ -96,23 +93,4 @@ fn demo(scale: f64) -> std::io::Result<()> {
         String::from_utf8_lossy(&out.stderr)
     );
     Ok(())
-}
-
-fn parse_args() -> Result<f64, String> {
-    let mut scale = 1.0;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--scale" => {
-                let v = args.next().ok_or("--scale needs a value")?;
-                scale = v
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| *s > 0.0 && s.is_finite())
-                    .ok_or_else(|| format!("bad --scale {v:?}"))?;
-            }
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(scale)
 }

@@ -26,22 +26,18 @@
 //! uses no CPU while the jobs wait. `--scale F` multiplies every wait (the
 //! output format stays the same).
 
-use std::process;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: toy_loop [--scale F]";
+mod args;
+use args::Args;
 
 /// The jobs: a name and how long each waits, in seconds before scaling.
 const JOBS: [(&str, f64); 3] = [("A", 2.0), ("B", 1.0), ("C", 3.0)];
 
 fn main() {
-    let scale = match parse_args() {
-        Ok(s) => s,
-        Err(msg) => {
-            eprintln!("toy_loop: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("toy_loop [--scale F]");
+    let scale = args.value_in("--scale", 1.0, 0.001..=1000.0);
+    args.finish();
     let start = Instant::now();
     yieldloop::run(move || {
         let jobs: Vec<_> = JOBS
@@ -64,23 +60,4 @@ fn job(name: &str, wait: Duration) {
     println!("{name} started, waiting {:.2}s", wait.as_secs_f64());
     yieldloop::sleep(wait);
     println!("{name} done");
-}
-
-fn parse_args() -> Result<f64, String> {
-    let mut scale = 1.0;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--scale" => {
-                let s = args.next().ok_or("--scale needs a factor")?;
-                scale = s.parse().map_err(|e| format!("--scale {s:?}: {e}"))?;
-                if !(0.0..1e6).contains(&scale) {
-                    return Err(format!("--scale {s}: out of range"));
-                }
-            }
-            "-h" | "--help" => return Err("runs three jobs concurrently".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(scale)
 }

@@ -37,8 +37,8 @@ use std::fmt::Write as _;
 use std::fs;
 use std::process;
 
-const USAGE: &str =
-    "usage: trace_timeline TRACE OUT.svg [--title TEXT] [--from SECS] [--to SECS] [--width PX]";
+mod args;
+use args::Args;
 
 // ANCHOR: states
 /// What a task is doing over a stretch of time.
@@ -458,13 +458,22 @@ fn totals(lane: &Lane) -> String {
 }
 
 fn main() {
-    let (input, output, mut pic) = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("trace_timeline: {msg}\n{USAGE}");
-            process::exit(2);
-        }
+    let mut args = Args::new(
+        "trace_timeline TRACE OUT.svg [--title TEXT] [--from SECS] [--to SECS] [--width PX]",
+    );
+    let mut pic = Picture {
+        title: args.value_or("--title", String::new()),
+        from: args.value_in("--from", 0.0, 0.0..=1e6),
+        to: args.value("--to").unwrap_or(f64::NAN),
+        width: args.value_in("--width", 1000.0, 400.0..=10_000.0),
     };
+    let (Some(input), Some(output)) = (
+        args.positional::<String>("TRACE"),
+        args.positional::<String>("OUT.svg"),
+    ) else {
+        args.fail("give a trace file and an output file");
+    };
+    args.finish();
     let text = fs::read_to_string(&input).unwrap_or_else(|e| {
         eprintln!("trace_timeline: {input}: {e}");
         process::exit(1);
@@ -478,8 +487,7 @@ fn main() {
         pic.to = tl.end;
     }
     if pic.to <= pic.from {
-        eprintln!("trace_timeline: the window is empty");
-        process::exit(2);
+        args.fail("the window is empty");
     }
     if pic.title.is_empty() {
         pic.title = format!("Scheduler timeline: {input}");
@@ -497,39 +505,5 @@ fn main() {
     println!("loop: {}", totals(&tl.kernel));
     for lane in tl.tasks.values() {
         println!("{}: {}", lane.label, totals(lane));
-    }
-}
-
-fn parse_args() -> Result<(String, String, Picture), String> {
-    let mut files = Vec::new();
-    let mut pic = Picture {
-        title: String::new(),
-        from: 0.0,
-        to: f64::NAN,
-        width: 1000.0,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut number = |name: &str| -> Result<f64, String> {
-            let s = args.next().ok_or(format!("{name} needs a number"))?;
-            let v: f64 = s.parse().map_err(|e| format!("{name} {s:?}: {e}"))?;
-            if !v.is_finite() || v < 0.0 {
-                return Err(format!("{name} {s}: not a time"));
-            }
-            Ok(v)
-        };
-        match arg.as_str() {
-            "--from" => pic.from = number("--from")?,
-            "--to" => pic.to = number("--to")?,
-            "--width" => pic.width = number("--width")?.clamp(400.0, 10_000.0),
-            "--title" => pic.title = args.next().ok_or("--title needs a text")?,
-            "-h" | "--help" => return Err("draws a scheduler trace".into()),
-            other if other.starts_with("--") => return Err(format!("unknown option {other:?}")),
-            _ => files.push(arg),
-        }
-    }
-    match <[String; 2]>::try_from(files) {
-        Ok([input, output]) => Ok((input, output, pic)),
-        Err(_) => Err("give a trace file and an output file".into()),
     }
 }

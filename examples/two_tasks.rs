@@ -24,10 +24,10 @@
 //! the loop sleeps in the kernel, so it stays near zero however long the
 //! waits are. `--scale F` multiplies every wait.
 
-use std::process;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: two_tasks [--scale F]";
+mod args;
+use args::Args;
 
 // ANCHOR: repeat
 /// Prints `name` `times` times, pausing `gap` after each line.
@@ -40,13 +40,9 @@ fn repeat(name: &'static str, times: u32, gap: Duration) {
 // ANCHOR_END: repeat
 
 fn main() {
-    let scale = match parse_args() {
-        Ok(s) => s,
-        Err(msg) => {
-            eprintln!("two_tasks: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("two_tasks [--scale F]");
+    let scale = args.value_in("--scale", 1.0, 0.001..=1000.0);
+    args.finish();
     let second = Duration::from_secs(1).mul_f64(scale);
     let (start, cpu_before) = (Instant::now(), thread_cpu_time());
     // ANCHOR: main
@@ -72,23 +68,4 @@ fn thread_cpu_time() -> Duration {
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .map_or(Duration::ZERO, Duration::from_nanos)
-}
-
-fn parse_args() -> Result<f64, String> {
-    let mut scale = 1.0;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--scale" => {
-                let s = args.next().ok_or("--scale needs a factor")?;
-                scale = s.parse().map_err(|e| format!("--scale {s:?}: {e}"))?;
-                if !(scale > 0.0 && scale <= 100.0) {
-                    return Err(format!("--scale {s}: out of range"));
-                }
-            }
-            "-h" | "--help" => return Err("two tasks and a join".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(scale)
 }

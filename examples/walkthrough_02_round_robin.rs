@@ -16,12 +16,12 @@
 //! CPU time they burnt.
 
 use std::collections::VecDeque;
-use std::process;
 use std::time::{Duration, Instant};
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-const USAGE: &str = "usage: walkthrough_02_round_robin [--wait-ms MS]";
+mod args;
+use args::Args;
 
 // ANCHOR: loop
 /// A task: a coroutine that is resumed with nothing and pauses with nothing.
@@ -70,13 +70,9 @@ fn busy_wait(yielder: &Yielder<(), ()>, wait: Duration) -> u64 {
 // ANCHOR_END: busy_wait
 
 fn main() {
-    let wait = match parse_args() {
-        Ok(w) => w,
-        Err(msg) => {
-            eprintln!("walkthrough_02_round_robin: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("walkthrough_02_round_robin [--wait-ms MS]");
+    let wait = Duration::from_millis(args.value_in("--wait-ms", 50, ..=60_000));
+    args.finish();
 
     let resumes = round_robin(vec![chatty("A", 3), chatty("B", 2), chatty("C", 3)]);
     println!("{resumes} resumes for 8 steps and 3 endings");
@@ -112,24 +108,4 @@ fn thread_cpu_time() -> Duration {
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .map_or(Duration::ZERO, Duration::from_nanos)
-}
-
-fn parse_args() -> Result<Duration, String> {
-    let mut wait = Duration::from_millis(50);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--wait-ms" => {
-                let s = args.next().ok_or("--wait-ms needs a number")?;
-                let ms: u64 = s.parse().map_err(|e| format!("--wait-ms {s:?}: {e}"))?;
-                if ms > 60_000 {
-                    return Err(format!("--wait-ms {ms}: at most a minute"));
-                }
-                wait = Duration::from_millis(ms);
-            }
-            "-h" | "--help" => return Err("a round-robin loop, and its busy wait".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(wait)
 }

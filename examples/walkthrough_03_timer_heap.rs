@@ -33,7 +33,8 @@ use std::time::{Duration, Instant};
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-const USAGE: &str = "usage: walkthrough_03_timer_heap [--scale SECS] [--sleepers N]";
+mod args;
+use args::Args;
 
 // ANCHOR: op
 /// What a task asks for when it pauses.
@@ -194,13 +195,10 @@ fn report(what: &str, wall: Duration, stats: &Stats) {
 }
 
 fn main() {
-    let (unit, sleepers) = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("walkthrough_03_timer_heap: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("walkthrough_03_timer_heap [--scale SECS] [--sleepers N]");
+    let unit = Duration::from_secs_f64(args.value_in("--scale", 0.05, 0.001..=60.0));
+    let sleepers = args.value_in("--sleepers", 200, 1..=100_000);
+    args.finish();
     for (which, title) in [
         (Loop::Toy, "toy loop (poll every 1 ms)"),
         (Loop::Heap, "heap loop (block until the next deadline)"),
@@ -232,30 +230,4 @@ fn main() {
 fn fail(e: io::Error) -> ! {
     eprintln!("walkthrough_03_timer_heap: {e}");
     process::exit(1);
-}
-
-fn parse_args() -> Result<(Duration, usize), String> {
-    let (mut scale, mut sleepers) = (0.05, 200);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--scale" => {
-                let s = args.next().ok_or("--scale needs a number of seconds")?;
-                scale = s.parse().map_err(|e| format!("--scale {s:?}: {e}"))?;
-                if !(scale > 0.0 && scale <= 60.0) {
-                    return Err(format!("--scale {s}: out of range"));
-                }
-            }
-            "--sleepers" => {
-                let s = args.next().ok_or("--sleepers needs a number")?;
-                sleepers = s.parse().map_err(|e| format!("--sleepers {s:?}: {e}"))?;
-                if sleepers == 0 || sleepers > 100_000 {
-                    return Err(format!("--sleepers {s}: 1 to 100000"));
-                }
-            }
-            "-h" | "--help" => return Err("the toy loop and the heap loop".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok((Duration::from_secs_f64(scale), sleepers))
 }

@@ -21,22 +21,18 @@
 //! `--scale F` multiplies the waits (0.02 s units by default).
 
 use std::cell::Cell;
-use std::process;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use yieldloop::raw::{suspend, Op, Resume};
 
-const USAGE: &str = "usage: walkthrough_04_tasks [--scale F]";
+mod args;
+use args::Args;
 
 fn main() {
-    let scale = match parse_args() {
-        Ok(s) => s,
-        Err(msg) => {
-            eprintln!("walkthrough_04_tasks: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("walkthrough_04_tasks [--scale F]");
+    let scale = args.value_in("--scale", 1.0, 0.001..=1000.0);
+    args.finish();
     let unit = Duration::from_secs_f64(0.02 * scale);
     // Keep the report of the deliberate panic to one line on stderr.
     std::panic::set_hook(Box::new(|info| eprintln!("panic in a task: {info}")));
@@ -145,22 +141,3 @@ fn deep_pause(unit: Duration) {
     ticker.join().expect("the ticker does not fail");
 }
 // ANCHOR_END: deep
-
-fn parse_args() -> Result<f64, String> {
-    let mut scale = 1.0;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--scale" => {
-                let s = args.next().ok_or("--scale needs a factor")?;
-                scale = s.parse().map_err(|e| format!("--scale {s:?}: {e}"))?;
-                if !(scale > 0.0 && scale < 1e4) {
-                    return Err(format!("--scale {s}: out of range"));
-                }
-            }
-            "-h" | "--help" => return Err("tasks, results and panics".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(scale)
-}

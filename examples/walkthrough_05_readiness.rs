@@ -36,7 +36,8 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Registry, Token};
 
-const USAGE: &str = "usage: walkthrough_05_readiness [--clients N] [--lines N] [--gap-ms MS]";
+mod args;
+use args::Args;
 
 // ANCHOR: op
 /// What a task asks for when it pauses.
@@ -298,13 +299,11 @@ fn thread_cpu_time() -> Duration {
 }
 
 fn main() {
-    let (clients, lines, gap) = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("walkthrough_05_readiness: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::new("walkthrough_05_readiness [--clients N] [--lines N] [--gap-ms MS]");
+    let clients = args.value_in("--clients", 3, 1..=200);
+    let lines = args.value_in("--lines", 3, 1..=1000);
+    let gap = Duration::from_millis(args.value_in("--gap-ms", 20, ..=10_000));
+    args.finish();
     for (wait, title) in [
         (
             Wait::Block,
@@ -318,27 +317,4 @@ fn main() {
             process::exit(1);
         }
     }
-}
-
-fn parse_args() -> Result<(usize, usize, Duration), String> {
-    let (mut clients, mut lines, mut gap_ms) = (3usize, 3usize, 20u64);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut number = |name: &str, max: u64| -> Result<u64, String> {
-            let s = args.next().ok_or(format!("{name} needs a number"))?;
-            let n: u64 = s.parse().map_err(|e| format!("{name} {s:?}: {e}"))?;
-            if n > max {
-                return Err(format!("{name} {n}: at most {max}"));
-            }
-            Ok(n)
-        };
-        match arg.as_str() {
-            "--clients" => clients = number("--clients", 200)?.max(1) as usize,
-            "--lines" => lines = number("--lines", 1000)?.max(1) as usize,
-            "--gap-ms" => gap_ms = number("--gap-ms", 10_000)?,
-            "-h" | "--help" => return Err("an echo server on a readiness loop".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok((clients, lines, Duration::from_millis(gap_ms)))
 }

@@ -25,8 +25,8 @@ use std::time::Duration;
 use yieldloop::net::{TcpListener, TcpStream};
 use yieldloop::Builder;
 
-const USAGE: &str =
-    "usage: walkthrough_06_echo_three_clients [--clients N] [--lines N] [--gap-ms MS] [--trace FILE]";
+mod args;
+use args::Args;
 
 /// Command-line settings.
 struct Options {
@@ -41,13 +41,16 @@ struct Options {
 }
 
 fn main() {
-    let opts = match parse_args() {
-        Ok(o) => o,
-        Err(msg) => {
-            eprintln!("walkthrough_06_echo_three_clients: {msg}\n{USAGE}");
-            process::exit(2);
-        }
+    let mut args = Args::new(
+        "walkthrough_06_echo_three_clients [--clients N] [--lines N] [--gap-ms MS] [--trace FILE]",
+    );
+    let opts = Options {
+        clients: args.value_in("--clients", 3, 1..=26),
+        lines: args.value_in("--lines", 3, 1..=1000),
+        gap: Duration::from_millis(args.value_in("--gap-ms", 10, ..=10_000)),
+        trace: args.value("--trace"),
     };
+    args.finish();
     if let Some(path) = &opts.trace {
         if let Err(e) = yieldloop::diag::trace_to_file(path) {
             eprintln!("walkthrough_06_echo_three_clients: {path}: {e}");
@@ -153,36 +156,3 @@ fn client(
     Ok(good)
 }
 // ANCHOR_END: client
-
-fn parse_args() -> Result<Options, String> {
-    let mut opts = Options {
-        clients: 3,
-        lines: 3,
-        gap: Duration::from_millis(10),
-        trace: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        let number = |name: &str, s: String, max: u64| -> Result<u64, String> {
-            let n: u64 = s.parse().map_err(|e| format!("{name} {s:?}: {e}"))?;
-            if n > max {
-                return Err(format!("{name} {n}: at most {max}"));
-            }
-            Ok(n)
-        };
-        match arg.as_str() {
-            "--clients" => {
-                opts.clients = number("--clients", value("--clients")?, 26)?.max(1) as usize
-            }
-            "--lines" => opts.lines = number("--lines", value("--lines")?, 1000)?.max(1) as usize,
-            "--gap-ms" => {
-                opts.gap = Duration::from_millis(number("--gap-ms", value("--gap-ms")?, 10_000)?)
-            }
-            "--trace" => opts.trace = Some(value("--trace")?),
-            "-h" | "--help" => return Err("an echo server and its clients in one process".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(opts)
-}

@@ -23,7 +23,8 @@ use std::process::{self, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: walkthrough_07_sleepers [--n N] [--secs S] [--threads | --processes]";
+mod args;
+use args::Args;
 
 /// The "result" each worker returns: a splitmix64 step from its index.
 fn pseudo_random(i: u64) -> u64 {
@@ -135,23 +136,29 @@ enum Mode {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    if args.next().as_deref() == Some("--child") {
+    let mut args =
+        Args::new("walkthrough_07_sleepers [--n N] [--secs S] [--threads | --processes]");
+    if args.flag("--child") {
         // A child of `--processes`: sleep, print the number, exit.
-        let (i, secs) = (args.next(), args.next());
-        let i: u64 = i.and_then(|s| s.parse().ok()).unwrap_or(0);
-        let secs: f64 = secs.and_then(|s| s.parse().ok()).unwrap_or(0.0);
+        let i: u64 = args.positional("I").unwrap_or(0);
+        let secs: f64 = args.positional("SECS").unwrap_or(0.0);
         thread::sleep(Duration::from_secs_f64(secs));
         println!("{}", pseudo_random(i));
         return;
     }
-    let (n, nap, mode) = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("walkthrough_07_sleepers: {msg}\n{USAGE}");
-            process::exit(2);
-        }
+    let n: u64 = args.value_or("--n", 10_000);
+    let nap = Duration::from_secs_f64(args.value_in("--secs", 0.2, 0.0..=60.0));
+    let (threads, processes) = (args.flag("--threads"), args.flag("--processes"));
+    args.finish();
+    let (mode, max) = match (threads, processes) {
+        (false, false) => (Mode::Tasks, 1_000_000),
+        (true, false) => (Mode::Threads, 20_000),
+        (false, true) => (Mode::Processes, 2_000),
+        (true, true) => args.fail("--threads or --processes, not both"),
     };
+    if !(1..=max).contains(&n) {
+        args.fail(format!("--n {n}: 1 to {max} in this mode"));
+    }
     let start = Instant::now();
     let (sum, spawning) = match mode {
         Mode::Tasks => with_tasks(n, nap),
@@ -176,37 +183,4 @@ fn main() {
         Some(mib) => println!("peak resident memory: {mib:.1} MiB"),
         None => println!("peak resident memory: unknown"),
     }
-}
-
-fn parse_args() -> Result<(u64, Duration, Mode), String> {
-    let (mut n, mut secs, mut mode) = (10_000u64, 0.2f64, Mode::Tasks);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--n" => {
-                let s = args.next().ok_or("--n needs a number")?;
-                n = s.parse().map_err(|e| format!("--n {s:?}: {e}"))?;
-            }
-            "--secs" => {
-                let s = args.next().ok_or("--secs needs a number")?;
-                secs = s.parse().map_err(|e| format!("--secs {s:?}: {e}"))?;
-                if !(0.0..=60.0).contains(&secs) {
-                    return Err(format!("--secs {s}: 0 to 60"));
-                }
-            }
-            "--threads" => mode = Mode::Threads,
-            "--processes" => mode = Mode::Processes,
-            "-h" | "--help" => return Err("N sleepers as tasks or as threads".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    let max = match mode {
-        Mode::Tasks => 1_000_000,
-        Mode::Threads => 20_000,
-        Mode::Processes => 2_000,
-    };
-    if n == 0 || n > max {
-        return Err(format!("--n {n}: 1 to {max} in this mode"));
-    }
-    Ok((n, Duration::from_secs_f64(secs), mode))
 }

@@ -33,8 +33,11 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
+mod args;
+use args::Args;
+
 const USAGE: &str =
-    "usage: walkthrough_08_capstone [--addr HOST:PORT] [--max-clients N] [--tick-secs SECS]";
+    "walkthrough_08_capstone [--addr HOST:PORT] [--max-clients N] [--tick-secs SECS]";
 
 /// What `--help` prints after the usage line.
 const HELP: &str = "\
@@ -323,18 +326,15 @@ fn run(mut listener: TcpListener, first: Vec<Task>, shared: &Shared) -> io::Resu
 // ANCHOR_END: loop
 
 fn main() {
-    let (addr, max_clients, tick) = match parse_args() {
-        Ok(Some(options)) => options,
-        // Asked for help: the answer goes to stdout, and it is no error.
-        Ok(None) => {
-            println!("{USAGE}\n\n{HELP}");
-            return;
-        }
-        Err(msg) => {
-            eprintln!("walkthrough_08_capstone: {msg}\n{USAGE}");
-            process::exit(2);
-        }
-    };
+    let mut args = Args::with_help(USAGE, HELP);
+    let addr = args.value_or("--addr", SocketAddr::from(([127, 0, 0, 1], 1235)));
+    let max_clients: Option<usize> = args.value("--max-clients");
+    let tick_secs = args.value_in("--tick-secs", 10.0, 0.0..=86_400.0);
+    args.finish();
+    if max_clients == Some(0) {
+        args.fail("--max-clients must be at least 1");
+    }
+    let tick = (tick_secs > 0.0).then(|| Duration::from_secs_f64(tick_secs));
     let result = TcpListener::bind(addr).and_then(|listener| {
         println!("listening on {}", listener.local_addr()?);
         let shared = Rc::new(Shared {
@@ -349,36 +349,4 @@ fn main() {
         eprintln!("walkthrough_08_capstone: {e}");
         process::exit(1);
     }
-}
-
-/// The options to run with.
-type Options = (SocketAddr, Option<usize>, Option<Duration>);
-
-/// `--addr`, `--max-clients` and `--tick-secs`, checked; `None` if the
-/// command line asks for `--help` (or `-h`).
-fn parse_args() -> Result<Option<Options>, String> {
-    let mut addr = SocketAddr::from(([127, 0, 0, 1], 1235));
-    let (mut max_clients, mut tick) = (None, 10.0);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        if arg == "-h" || arg == "--help" {
-            return Ok(None);
-        }
-        let value = args.next().unwrap_or_default();
-        let bad = |e: &dyn std::fmt::Display| format!("{arg} {value:?}: {e}");
-        match arg.as_str() {
-            "--addr" => addr = value.parse().map_err(|e| bad(&e))?,
-            "--max-clients" => max_clients = Some(value.parse().map_err(|e| bad(&e))?),
-            "--tick-secs" => tick = value.parse().map_err(|e| bad(&e))?,
-            _ => return Err(format!("unknown argument {arg:?}")),
-        }
-    }
-    if max_clients == Some(0) || !(0.0..=86_400.0).contains(&tick) {
-        return Err("--max-clients: at least 1; --tick-secs: 0 to 86400".into());
-    }
-    Ok(Some((
-        addr,
-        max_clients,
-        (tick > 0.0).then(|| Duration::from_secs_f64(tick)),
-    )))
 }

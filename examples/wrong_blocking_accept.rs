@@ -18,28 +18,19 @@
 
 use std::cell::{Cell, RefCell};
 use std::net::{SocketAddr, TcpStream};
-use std::process;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use yieldloop::Builder;
 
-const USAGE: &str = "usage: wrong_blocking_accept [wrong|net|blocking] [--client-after-ms N]";
+mod args;
+use args::Args;
 
 fn main() {
-    let mut mode = "wrong".to_string();
-    let mut client_after = Duration::from_millis(1500);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "wrong" | "net" | "blocking" => mode = arg,
-            "--client-after-ms" => {
-                let ms = args.next().and_then(|v| v.parse::<u64>().ok());
-                client_after = Duration::from_millis(ms.unwrap_or_else(|| usage()));
-            }
-            _ => usage(),
-        }
-    }
+    let mut args = Args::new("wrong_blocking_accept [wrong|net|blocking] [--client-after-ms N]");
+    let client_after = Duration::from_millis(args.value_or("--client-after-ms", 1500));
+    let mode = args.choice(&["wrong", "net", "blocking"]);
+    args.finish();
     let gap = yieldloop::run(move || {
         let start = Instant::now();
         let ticks = Rc::new(RefCell::new(Vec::new()));
@@ -51,7 +42,7 @@ fn main() {
                 // A few ticks first, to show the rhythm.
                 yieldloop::sleep(Duration::from_millis(250));
                 let at = |what: &str| println!("{what} at {} ms", start.elapsed().as_millis());
-                match mode.as_str() {
+                match mode {
                     "wrong" => accept_blocking(client_after, at),
                     "net" => accept_pausing(client_after, at),
                     _ => accept_on_pool(client_after, at),
@@ -69,11 +60,6 @@ fn main() {
         Some(gap) => println!("longest gap between ticks: {} ms", gap.as_millis()),
         None => println!("fewer than two ticks"),
     }
-}
-
-fn usage() -> ! {
-    eprintln!("{USAGE}");
-    process::exit(2);
 }
 
 /// Prints a tick every 100 ms until `done`, noting when each came.

@@ -29,13 +29,13 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
-use std::process;
 use std::time::{Duration, Instant};
 
 use yieldloop::net::{TcpListener, TcpStream};
 use yieldloop::Builder;
 
-const USAGE: &str = "usage: wrong_flood [wrong|counted|reads|unconstrained] [--ms N]";
+mod args;
+use args::Args;
 
 /// How often the ping client pings.
 const PING_EVERY: Duration = Duration::from_millis(10);
@@ -45,19 +45,10 @@ const WORK: Duration = Duration::from_micros(50);
 const PING_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn main() {
-    let mut mode = "wrong".to_string();
-    let mut length = Duration::from_millis(500);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "wrong" | "counted" | "reads" | "unconstrained" => mode = arg,
-            "--ms" => {
-                let ms = args.next().and_then(|v| v.parse::<u64>().ok());
-                length = Duration::from_millis(ms.unwrap_or_else(|| usage()));
-            }
-            _ => usage(),
-        }
-    }
+    let mut args = Args::new("wrong_flood [wrong|counted|reads|unconstrained] [--ms N]");
+    let length = Duration::from_millis(args.value_or("--ms", 500));
+    let mode = args.choice(&["wrong", "counted", "reads", "unconstrained"]);
+    args.finish();
     let (pings, items) = yieldloop::run(move || {
         let end = Instant::now() + length;
         let pings = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -72,7 +63,7 @@ fn main() {
             .name("flood")
             .spawn(move || {
                 let (conn, _) = floods.accept().unwrap();
-                match mode.as_str() {
+                match mode {
                     "wrong" => lines_uncounted(conn, end),
                     "counted" => lines_counted(conn, end),
                     "reads" => reads(conn, end),
@@ -96,11 +87,6 @@ fn main() {
         println!("worst answer: {:.1} ms", worst.as_secs_f64() * 1e3);
     }
     println!("flood: {items} items handled");
-}
-
-fn usage() -> ! {
-    eprintln!("{USAGE}");
-    process::exit(2);
 }
 
 /// What the ping client saw: how many pings it sent, and the round trip

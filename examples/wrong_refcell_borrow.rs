@@ -14,24 +14,22 @@
 //! across it, which makes the reader wait its turn.
 
 use std::cell::RefCell;
-use std::process;
 use std::rc::Rc;
 use std::time::Duration;
 
 use yieldloop::{Builder, JoinError};
 
-const USAGE: &str = "usage: wrong_refcell_borrow [wrong|short|mutex]";
+mod args;
+use args::Args;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let log = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        [] | ["wrong"] => yieldloop::run(wrong),
-        ["short"] => yieldloop::run(short_borrows),
-        ["mutex"] => yieldloop::run(with_mutex),
-        _ => {
-            eprintln!("{USAGE}");
-            process::exit(2);
-        }
+    let mut args = Args::new("wrong_refcell_borrow [wrong|short|mutex]");
+    let mode = args.choice(&["wrong", "short", "mutex"]);
+    args.finish();
+    let log = match mode {
+        "wrong" => yieldloop::run(wrong),
+        "short" => yieldloop::run(short_borrows),
+        _ => yieldloop::run(with_mutex),
     };
     println!("log: {log:?}");
 }

@@ -21,37 +21,21 @@ use std::time::{Duration, Instant};
 
 use yieldloop::Builder;
 
-const USAGE: &str = "usage: wrong_std_mutex [wrong|drop|mutex] [--give-up-after SECS]";
+mod args;
+use args::Args;
 
 fn main() {
-    let mut mode = "wrong".to_string();
-    let mut give_up = 3.0;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "wrong" | "drop" | "mutex" => mode = arg,
-            "--give-up-after" => {
-                give_up = args
-                    .next()
-                    .and_then(|v| v.parse::<f64>().ok())
-                    .filter(|s| s.is_finite() && *s > 0.0)
-                    .unwrap_or_else(|| usage())
-            }
-            _ => usage(),
-        }
-    }
+    let mut args = Args::new("wrong_std_mutex [wrong|drop|mutex] [--give-up-after SECS]");
+    let give_up = args.value_in("--give-up-after", 3.0, 0.001..=3600.0);
+    let mode = args.choice(&["wrong", "drop", "mutex"]);
+    args.finish();
     watchdog(Duration::from_secs_f64(give_up));
-    let total = match mode.as_str() {
+    let total = match mode {
         "wrong" => yieldloop::run(wrong),
         "drop" => yieldloop::run(unlock_before_pausing),
         _ => yieldloop::run(with_yieldloop_mutex),
     };
     println!("total: {total}");
-}
-
-fn usage() -> ! {
-    eprintln!("{USAGE}");
-    process::exit(2);
 }
 
 /// Ends the process after `limit`: a plain thread, so it runs even when

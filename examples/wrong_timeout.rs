@@ -15,40 +15,26 @@
 //! loop with `yield_now`, which checks the deadline, or move the work to
 //! the blocking pool and wait for it with a pause.
 
-use std::process;
 use std::time::{Duration, Instant};
 
 use yieldloop::{timeout, Elapsed};
 
-const USAGE: &str = "usage: wrong_timeout [wrong|yield|blocking] [--work-ms N]";
+mod args;
+use args::Args;
 
 /// The limit every case gives its work.
 const LIMIT: Duration = Duration::from_millis(100);
 
 fn main() {
-    let mut mode = "wrong".to_string();
-    let mut work = Duration::from_millis(500);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "wrong" | "yield" | "blocking" => mode = arg,
-            "--work-ms" => {
-                let ms = args.next().and_then(|v| v.parse::<u64>().ok());
-                work = Duration::from_millis(ms.unwrap_or_else(|| usage()));
-            }
-            _ => usage(),
-        }
-    }
-    yieldloop::run(move || match mode.as_str() {
+    let mut args = Args::new("wrong_timeout [wrong|yield|blocking] [--work-ms N]");
+    let work = Duration::from_millis(args.value_or("--work-ms", 500));
+    let mode = args.choice(&["wrong", "yield", "blocking"]);
+    args.finish();
+    yieldloop::run(move || match mode {
         "wrong" => wrong(work),
         "yield" => with_yield_now(work),
         _ => on_the_pool(work),
     });
-}
-
-fn usage() -> ! {
-    eprintln!("{USAGE}");
-    process::exit(2);
 }
 
 /// Prints what a `timeout(LIMIT, ..)` that began at `start` returned.

@@ -311,6 +311,31 @@ fn examples_reject_unknown_arguments() {
     }
 }
 
+/// The examples' shared command line (`examples/args/mod.rs`): `--help`
+/// prints the usage line on stdout and succeeds; a value that does not
+/// parse, or is out of range, is refused with the option named and exit
+/// code 2.
+#[test]
+fn examples_answer_help_and_refuse_bad_values() {
+    for name in ["toy_loop", "echo_server", "wrong_timeout"] {
+        let out = example::run(name, &["--help"]);
+        out.assert_success();
+        assert!(out.stdout.starts_with(&format!("usage: {name} ")), "{out}");
+    }
+    for (args, problem) in [
+        (["--scale", "fast"], "toy_loop: --scale \"fast\": "),
+        (["--scale", "0"], "toy_loop: --scale must be in "),
+    ] {
+        let out = example::run("toy_loop", &args);
+        assert_eq!(out.status.code(), Some(2), "{out}");
+        assert!(out.stderr.starts_with(problem), "{out}");
+        assert!(
+            out.stderr.contains("\nusage: toy_loop [--scale F]"),
+            "{out}"
+        );
+    }
+}
+
 /// `fan_out`: a scope waits for every check, `join_any` + `cancel_all` keep
 /// the fastest, and a panicking check cancels the rest and leaves the scope.
 /// At 0.3 the mirrors answer 30 ms apart: a loaded machine that delays a

@@ -31,6 +31,10 @@ use std::time::{Duration, Instant};
 use yieldloop_pool::{CheckoutTimeout, Manage, PoolConfig};
 use yieldloop_redis::redis::{self, Commands, RedisError, RedisResult};
 
+#[path = "../../examples/args/mod.rs"]
+mod args;
+use args::Args;
+
 /// How the pool opens and checks connections of the sync client.
 #[derive(Clone, Debug)]
 pub struct SyncRedis(pub redis::Client);
@@ -138,9 +142,11 @@ pub fn run(
 }
 
 fn main() {
-    let url = std::env::args()
-        .nth(1)
+    let mut args = Args::new("hook_pool [URL]");
+    let url: String = args
+        .positional("URL")
         .unwrap_or_else(|| "redis://127.0.0.1:6379/0".into());
+    args.finish();
     match run(&url, 2, 6, 2, 6, Duration::from_millis(100)) {
         Ok(r) => {
             println!(

@@ -24,19 +24,22 @@ use std::time::{Duration, Instant};
 
 use yieldloop::net::TcpStream;
 
+#[path = "../../examples/args/mod.rs"]
+mod args;
+use args::Args;
+
 /// Largest response head taken.
 const MAX_HEAD: usize = 64 * 1024;
 /// Longest chunk-size or trailer line taken in a chunked body.
 const MAX_LINE: u64 = 4096;
 
 fn main() {
-    let (urls, timeout) = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("http_get: {msg}\nusage: http_get [--timeout SECS] URL...");
-            std::process::exit(2);
-        }
-    };
+    let mut args = Args::new("http_get [--timeout SECS] URL...");
+    let timeout = Duration::from_secs(args.value_in("--timeout", 30, 1..));
+    let urls: Vec<String> = std::iter::from_fn(|| args.positional("URL")).collect();
+    if urls.is_empty() {
+        args.fail("no URL given");
+    }
     let start = Instant::now();
     let failed = yieldloop::run(move || {
         let tasks: Vec<_> = urls
@@ -79,28 +82,6 @@ fn main() {
     if failed > 0 {
         std::process::exit(1);
     }
-}
-
-fn parse_args() -> Result<(Vec<String>, Duration), String> {
-    let mut urls = Vec::new();
-    let mut timeout = Duration::from_secs(30);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--timeout" => {
-                let v = args.next().ok_or("--timeout needs a value")?;
-                let secs: u64 = v.parse().map_err(|_| format!("not a number: {v:?}"))?;
-                timeout = Duration::from_secs(secs.max(1));
-            }
-            "-h" | "--help" => return Err("fetches every URL at once".into()),
-            a if a.starts_with("--") => return Err(format!("unknown argument {a:?}")),
-            _ => urls.push(arg),
-        }
-    }
-    if urls.is_empty() {
-        return Err("no URL given".into());
-    }
-    Ok((urls, timeout))
 }
 
 /// What the report line shows of an answer.

@@ -43,6 +43,10 @@ use std::time::Duration;
 use yieldloop_http::{Request, Response, ServeConfig};
 use yieldloop_recipes::demo::http::demo;
 
+#[path = "../../examples/args/mod.rs"]
+mod args;
+use args::Args;
+
 /// Command-line settings.
 #[derive(Clone, Debug)]
 struct Config {
@@ -53,56 +57,35 @@ struct Config {
 }
 
 fn main() {
-    let config = match parse_args() {
-        Ok(c) => c,
-        Err(msg) => {
-            eprintln!(
-                "http_server: {msg}\nusage: http_server [--addr HOST:PORT] [--workers N] \
-                 [--idle-timeout SECS] [--max-body BYTES] [--max-connections N] [--metrics] \
-                 [--grace-ms MS] [--log]"
-            );
-            std::process::exit(2);
-        }
+    let mut args = Args::new(
+        "http_server [--addr HOST:PORT] [--workers N] [--idle-timeout SECS] [--max-body BYTES] \
+         [--max-connections N] [--metrics] [--grace-ms MS] [--log]",
+    );
+    let mut serve = ServeConfig::default();
+    if let Some(secs) = args.value("--idle-timeout") {
+        // 0 seconds: no limit.
+        serve.idle_timeout = Some(Duration::from_secs(secs)).filter(|idle| !idle.is_zero());
+    }
+    serve.max_body = args.value_or("--max-body", serve.max_body);
+    serve.max_connections = args.value_in("--max-connections", serve.max_connections, 1..);
+    if args.flag("--metrics") {
+        serve.metrics_path = Some("/metrics".into());
+    }
+    if let Some(ms) = args.value("--grace-ms") {
+        serve.grace = Duration::from_millis(ms);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let config = Config {
+        addr: args.value_or("--addr", "127.0.0.1:8080".into()),
+        workers: args.value_in("--workers", cores, 1..),
+        serve,
+        log: args.flag("--log"),
     };
+    args.finish();
     if let Err(e) = run(config) {
         eprintln!("http_server: {e}");
         std::process::exit(1);
     }
-}
-
-fn parse_args() -> Result<Config, String> {
-    let mut c = Config {
-        addr: "127.0.0.1:8080".into(),
-        workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        serve: ServeConfig::default(),
-        log: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--addr" => c.addr = value("--addr")?,
-            "--workers" => c.workers = number(&value("--workers")?)?.max(1) as usize,
-            "--idle-timeout" => {
-                let secs = number(&value("--idle-timeout")?)?;
-                c.serve.idle_timeout = (secs > 0).then(|| Duration::from_secs(secs));
-            }
-            "--max-body" => c.serve.max_body = number(&value("--max-body")?)?,
-            "--max-connections" => {
-                c.serve.max_connections = number(&value("--max-connections")?)?.max(1) as usize;
-            }
-            "--metrics" => c.serve.metrics_path = Some("/metrics".into()),
-            "--grace-ms" => c.serve.grace = Duration::from_millis(number(&value("--grace-ms")?)?),
-            "--log" => c.log = true,
-            "-h" | "--help" => return Err("serves GET / and GET /sleep?ms=N".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(c)
-}
-
-fn number(s: &str) -> Result<u64, String> {
-    s.parse().map_err(|_| format!("not a number: {s:?}"))
 }
 
 /// Binds, serves until SIGTERM/SIGINT, drains, reports.

@@ -16,20 +16,16 @@ use yieldloop_http::hyper;
 use yieldloop_http::with_hyper::Server;
 use yieldloop_recipes::demo::hyper::demo;
 
+#[path = "../../examples/args/mod.rs"]
+mod args;
+use args::Args;
+
 fn main() {
-    let mut addr = String::from("127.0.0.1:8081");
-    let mut workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("--addr", Some(v)) => addr = v,
-            ("--workers", Some(v)) => match v.parse() {
-                Ok(n) if n > 0 => workers = n,
-                _ => usage(&format!("--workers wants a positive number, not {v:?}")),
-            },
-            _ => usage(&format!("unknown argument {arg:?}")),
-        }
-    }
+    let mut args = Args::new("hyper_server [--addr HOST:PORT] [--workers N]");
+    let addr: String = args.value_or("--addr", "127.0.0.1:8081".into());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = args.value_in("--workers", cores, 1..);
+    args.finish();
     let server = match Server::bind(addr.as_str(), workers) {
         Ok(s) => s,
         Err(e) => {
@@ -47,9 +43,4 @@ fn main() {
         eprintln!("hyper_server: {e}");
         std::process::exit(1);
     }
-}
-
-fn usage(why: &str) -> ! {
-    eprintln!("hyper_server: {why}\nusage: hyper_server [--addr HOST:PORT] [--workers N]");
-    std::process::exit(2);
 }

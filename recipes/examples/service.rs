@@ -39,6 +39,10 @@ use yieldloop_http::serve_with;
 use yieldloop_recipes::service::{create_schema, ServiceConfig};
 use {yieldloop_postgres as postgres, yieldloop_redis as redis};
 
+#[path = "../../examples/args/mod.rs"]
+mod args;
+use args::Args;
+
 /// The settings, from flags, the environment and defaults.
 struct Settings {
     addr: String,
@@ -47,51 +51,41 @@ struct Settings {
     postgres: String,
 }
 
-fn usage(problem: &str) -> ! {
-    eprintln!(
-        "service: {problem}\n\
-         usage: service [--addr HOST:PORT] [--workers N] [--redis URL] [--postgres CONNINFO]"
+/// Each setting from its flag, else from the environment, else the default.
+fn settings(args: &mut Args) -> Settings {
+    let mut setting = |flag: &str, var: &str, default: &str| -> String {
+        args.value(flag)
+            .or_else(|| std::env::var(var).ok())
+            .unwrap_or_else(|| default.into())
+    };
+    let addr = setting("--addr", "SERVICE_ADDR", "127.0.0.1:8080");
+    let workers = setting("--workers", "SERVICE_WORKERS", "2");
+    let redis = setting("--redis", "REDIS_URL", "redis://127.0.0.1:6379/0");
+    let postgres = setting(
+        "--postgres",
+        "DATABASE_URL",
+        "host=127.0.0.1 user=postgres dbname=postgres",
     );
-    std::process::exit(2)
-}
-
-fn settings() -> Settings {
-    let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
-    let mut s = Settings {
-        addr: env("SERVICE_ADDR", "127.0.0.1:8080"),
-        workers: 0,
-        redis: env("REDIS_URL", "redis://127.0.0.1:6379/0"),
-        postgres: env(
-            "DATABASE_URL",
-            "host=127.0.0.1 user=postgres dbname=postgres",
-        ),
-    };
-    let mut workers = env("SERVICE_WORKERS", "2");
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let Some(value) = args.next() else {
-            usage(&format!("{flag} needs a value"))
-        };
-        match flag.as_str() {
-            "--addr" => s.addr = value,
-            "--workers" => workers = value,
-            "--redis" => s.redis = value,
-            "--postgres" => s.postgres = value,
-            _ => usage(&format!("unknown flag {flag}")),
-        }
-    }
-    s.workers = match workers.parse() {
+    args.finish();
+    let workers = match workers.parse() {
         Ok(n) if n > 0 => n,
-        _ => usage(&format!("{workers:?} is not a number of workers")),
+        _ => args.fail(format!("{workers:?} is not a number of workers")),
     };
-    s
+    Settings {
+        addr,
+        workers,
+        redis,
+        postgres,
+    }
 }
 
 fn main() {
-    let s = settings();
+    let mut args =
+        Args::new("service [--addr HOST:PORT] [--workers N] [--redis URL] [--postgres CONNINFO]");
+    let s = settings(&mut args);
     let redis = match redis::ConnectOptions::from_url(&s.redis) {
         Ok(options) => options,
-        Err(e) => usage(&format!("bad Redis URL {:?}: {e}", s.redis)),
+        Err(e) => args.fail(format!("bad Redis URL {:?}: {e}", s.redis)),
     };
     // Short limits: a database that hangs fails its requests with 503
     // within seconds instead of holding them.
@@ -105,7 +99,7 @@ fn main() {
     .checkout_timeout(Some(Duration::from_secs(5)));
     let pg: postgres::ConnectOptions = match s.postgres.parse() {
         Ok(options) => options,
-        Err(e) => usage(&format!("bad PostgreSQL string {:?}: {e}", s.postgres)),
+        Err(e) => args.fail(format!("bad PostgreSQL string {:?}: {e}", s.postgres)),
     };
     let pg = pg.connect_timeout(Duration::from_secs(2));
     // The table, once, before the workers start.

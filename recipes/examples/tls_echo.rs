@@ -36,6 +36,10 @@ use yieldloop::net::{TcpListener, TcpStream};
 use yieldloop_rustls::rustls::pki_types::PrivatePkcs8KeyDer;
 use yieldloop_rustls::{TlsAcceptor, DEFAULT_HANDSHAKE_TIMEOUT};
 
+#[path = "../../examples/args/mod.rs"]
+mod args;
+use args::Args;
+
 /// Command-line settings.
 #[derive(Debug)]
 struct Config {
@@ -48,53 +52,28 @@ struct Config {
 }
 
 fn main() {
-    let config = match parse_args() {
-        Ok(c) => c,
-        Err(msg) => {
-            eprintln!(
-                "tls_echo: {msg}\nusage: tls_echo [--addr HOST:PORT] [--cert PEM --key PEM] \
-                 [--write-cert PATH] [--idle-timeout SECS] [--quiet]"
-            );
-            std::process::exit(2);
-        }
+    let mut args = Args::new(
+        "tls_echo [--addr HOST:PORT] [--cert PEM --key PEM] [--write-cert PATH] \
+         [--idle-timeout SECS] [--quiet]",
+    );
+    let config = Config {
+        addr: args.value_or("--addr", "127.0.0.1:1237".into()),
+        cert: args.value("--cert"),
+        key: args.value("--key"),
+        write_cert: args.value("--write-cert"),
+        // 0 seconds: no limit.
+        idle: Some(Duration::from_secs(args.value_or("--idle-timeout", 300)))
+            .filter(|idle| !idle.is_zero()),
+        quiet: args.flag("--quiet"),
     };
+    args.finish();
+    if config.cert.is_some() != config.key.is_some() {
+        args.fail("--cert and --key go together");
+    }
     if let Err(e) = yieldloop::run(move || serve(&config)) {
         eprintln!("tls_echo: {e}");
         std::process::exit(1);
     }
-}
-
-fn parse_args() -> Result<Config, String> {
-    let mut c = Config {
-        addr: "127.0.0.1:1237".into(),
-        cert: None,
-        key: None,
-        write_cert: None,
-        idle: Some(Duration::from_secs(300)),
-        quiet: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--addr" => c.addr = value("--addr")?,
-            "--cert" => c.cert = Some(value("--cert")?.into()),
-            "--key" => c.key = Some(value("--key")?.into()),
-            "--write-cert" => c.write_cert = Some(value("--write-cert")?.into()),
-            "--idle-timeout" => {
-                let v = value("--idle-timeout")?;
-                let secs: u64 = v.parse().map_err(|_| format!("not a number: {v:?}"))?;
-                c.idle = (secs > 0).then(|| Duration::from_secs(secs));
-            }
-            "--quiet" => c.quiet = true,
-            "-h" | "--help" => return Err("echoes every connection's bytes back, over TLS".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    if c.cert.is_some() != c.key.is_some() {
-        return Err("--cert and --key go together".into());
-    }
-    Ok(c)
 }
 
 /// Builds the TLS configuration, binds, and accepts until killed.
