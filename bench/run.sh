@@ -218,7 +218,7 @@ run_stage() {
     rm -f "$RES/cell.out" "$RES/cell.err" "$RES/server.err"
 }
 # Runs group $1's rows: run 1 of each, then run 2 and so on. A row whose condition does not
-# hold is skipped with a record (with its kind=); the next skipped for that reason writes none.
+# hold is skipped with a record (and the flag's tags); the next skipped for that reason writes none.
 run_group() {
     local row rows=() kept=() flag flags why said="" rep=0 ran=1
     STAGE=${1%%:*} DROPPED="|"
@@ -227,9 +227,9 @@ run_group() {
     for row in "${rows[@]}"; do
         read -r _ _ flags _ <<<"$row"
         for flag in ${flags//,/ }; do
-            why=$(lacks "$flag")
+            why=$(lacks "${flag%%:*}")
             [ -n "$why" ] || continue
-            [ "$why" = "$said" ] || { log "$STAGE: skipped: $why" && echo "$STAGE $(grep -o 'kind=[a-z-]* ' <<<"${row%% |*} ")ok=0 skipped=1 reason=$why" >>"$RES/$STAGE.txt"; }
+            [ "$why" = "$said" ] || { log "$STAGE: skipped: $why" && echo "$STAGE $(sed -n 's/^[^:]*:\(.*\)/\1 /p' <<<"$flag")ok=0 skipped=1 reason=$why" >>"$RES/$STAGE.txt"; }
             said=$why
             continue 2
         done
@@ -321,8 +321,8 @@ resolve() {
 }
 
 # ---------------------------------------------------------------- cells
-# Cell or client: program "${@:3}" (words as for resolve) in WRAP, if set, under a timeout
-# of $2 s. OUT: its lines that start with word $1, less the word (-: none, none needed).
+# Cell or client: program "${@:3}" (words as for resolve) in WRAP, if set, under a timeout of
+# $2 s. OUT: its lines that start with word $1, less the word (-NAME: none needed; NAME in WHY).
 run() {
     local word=$1 t=$2 rc
     shift 2
@@ -330,13 +330,13 @@ run() {
     "${WRAP[@]}" timeout "$t" "${CMD[@]}" >"$RES/cell.out" 2>"$RES/cell.err" 7>&-
     rc=$?
     OUT=$(sed -n "s/^$word //p" "$RES/cell.out")
-    [ $rc = 0 ] && { [ "$word" = - ] || [ -n "$OUT" ]; } && return 0
-    case $rc in
-        124) WHY="killed after $t s (timeout)" ;;
-        137) WHY="killed by SIGKILL (out of memory?)" ;;
-        0) WHY="no record in its output" ;;
-        *) WHY="exit $rc: $(grep -Ev '^note:|^ *$|without pausing' "$RES/cell.err" | tail -n 1 | tr -d '\r' | cut -c1-200)" ;;
-    esac
+    [ $rc = 0 ] && { [[ $word == -* ]] || [ -n "$OUT" ]; } && return 0
+    WHY="${word#-}: $(case $rc in
+        124) echo "killed after $t s (timeout)" ;;
+        137) echo "killed by SIGKILL (out of memory?)" ;;
+        0) echo "no record in its output" ;;
+        *) echo "exit $rc: $(grep -Ev '^note:|^ *$|without pausing' "$RES/cell.err" | tail -n 1 | tr -d '\r' | cut -c1-200)" ;;
+    esac)"
     return $((rc ? rc : 1))
 }
 WRAP=()
@@ -429,18 +429,18 @@ recover() {
     prog redis_recovery "$1" || return 1
     port=$((port + 1))
     while accepts "$port"; do port=$((port + 1)); done # the restart must reach this run's server
-    redis_on "$port" || { WHY="redis-server did not start: $(tail -n1 "$RES/redis.log")" && kill "$RPID" && return 1; }
+    redis_on "$port" || { WHY="redis-server did not start: $(tail -n1 "$RES/redis.log")"; kill "$RPID" 2>/dev/null; return 1; }
     timeout "$t" "${P[@]}" --route "$1" --addr "127.0.0.1:$port" --secs "$RECOVERY_SECS" --tasks "$RECOVERY_TASKS" \
         >"$RES/cell.out" 2>"$RES/cell.err" &
     cpid=$!
     sleep "$RECOVERY_KILL_AT"
-    kill -KILL "$RPID" && wait "$RPID" 2>/dev/null
+    kill -KILL "$RPID" 2>/dev/null && wait "$RPID" 2>/dev/null
     killed=$(date +%s.%N) && ! accepts "$port" || killed=nan
     sleep "$RECOVERY_DOWN"
     restarted=$(date +%s.%N) && redis_on "$port" || restarted=nan
     wait "$cpid"
     rc=$?
-    kill "$RPID" && wait "$RPID" 2>/dev/null
+    kill "$RPID" 2>/dev/null && wait "$RPID" 2>/dev/null
     OUT=$(sed -n 's/^redis_recovery //p' "$RES/cell.out" | head -n1)
     case $killed/$restarted in
         nan/*) WHY="127.0.0.1:$port still accepted connections after the kill" ;;
@@ -472,7 +472,7 @@ http_client() {
     [ "$2" = / ] || path=(--path "$2")
     [ "$HTTP_LOAD" = wrk ] || { run http_load "${5:-$HTTP_TIMEOUT}" "${PINC[@]}" "$BIN/http_load" --addr "$addr" "${path[@]}" \
         --conns "$1" --duration "${3:-$HTTP_SECS}" --warmup "${4:-$HTTP_WARMUP}"; return; }
-    run - "${5:-$HTTP_TIMEOUT}" "${PINC[@]}" wrk -t1 -c "$1" -d "${3:-$HTTP_SECS}s" --latency "${SCHEME:-http}://$addr$2" || return
+    run -wrk "${5:-$HTTP_TIMEOUT}" "${PINC[@]}" wrk -t1 -c "$1" -d "${3:-$HTTP_SECS}s" --latency "${SCHEME:-http}://$addr$2" || return
     OUT=$(awk -v conns="$1" '
         function us(v) { return v ~ /us$/ ? v + 0 : v ~ /ms$/ ? v * 1000 : v ~ /m$/ ? v * 60e6 : v * 1e6 }
         $1 == "50%" { p50 = us($2) }
@@ -489,8 +489,8 @@ http_client() {
 # (HTTP2_N), the server's CPU read around that one only.
 h2() {
     local h2=("${PINC[@]}" h2load -c "$HTTP2_CONNS" -m "$HTTP2_STREAMS")
-    run - "$HTTP2_TIMEOUT" "${h2[@]}" -n "$HTTP2_WARMUP_N" "http://$addr/" && mark &&
-        run - "$HTTP2_TIMEOUT" "${h2[@]}" -n "$HTTP2_N" "http://$addr/" || return
+    run -h2load "$HTTP2_TIMEOUT" "${h2[@]}" -n "$HTTP2_WARMUP_N" "http://$addr/" && mark &&
+        run -h2load "$HTTP2_TIMEOUT" "${h2[@]}" -n "$HTTP2_N" "http://$addr/" || return
     OUT=$(awk '
         function us(v) { return v ~ /us$/ ? v + 0 : v ~ /ms$/ ? v * 1000 : v * 1e6 }
         /^finished in / { v = $3; sub(/,$/, "", v); secs = us(v) / 1e6; rps = $4 }
@@ -517,7 +517,7 @@ fair_client() {
 # X") and "N round trips", and the server's context switches per round trip.
 echo_load() {
     local v n rts
-    run - "$SCALE_TIMEOUT" "$EX/echo_load" --addr "$addr" --connections 64 --size 64 --duration "$SCALE_SECS" \
+    run -echo_load "$SCALE_TIMEOUT" "$EX/echo_load" --addr "$addr" --connections 64 --size 64 --duration "$SCALE_SECS" \
         --threads "$1" --server-pid "$spid" || return
     read -r v n < <(cat /proc/"$spid"/task/*/status 2>/dev/null |
         awk '/^voluntary_ctxt_switches:/ { v += $2 } /^nonvoluntary_ctxt_switches:/ { n += $2 } END { print v + 0, n + 0 }')
@@ -535,8 +535,8 @@ count_syscalls() {
     perf stat -x, -e "$events" -p "$spid" -o "$RES/perf.out" &
     pid=$!
     sleep 0.2
-    run - 60 "${PINC[@]}" "$BIN/loadgen" --addr "$addr" --conns 1 --size 64 --duration 2 --warmup 0
-    kill -INT "$pid" && wait "$pid" 2>/dev/null
+    run -loadgen 60 "${PINC[@]}" "$BIN/loadgen" --addr "$addr" --conns 1 --size 64 --duration 2 --warmup 0
+    kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     rt=$(sed -n 's/.* rt_total=\([0-9]*\).*/\1/p' "$RES/cell.out")
     { [ -n "$rt" ] && [ -s "$RES/perf.out" ]; } || { WHY="no count from loadgen or perf" && return 1; }
     OUT="rt_total=$rt$(awk -F, '$1 ~ /^[0-9]+$/ { n = $3; sub(/.*sys_enter_?/, "", n); printf " %s=%s", n == "" ? "total" : n, $1 }' "$RES/perf.out")"
@@ -652,10 +652,10 @@ stage_http2() {
 }
 # One redis-server for the stage, pinned with the client: the service's core is its own.
 stage_service() {
-    RPORT=$((port += 1))
+    RPORT=$((port += 1)) RPID=""
     if [ -n "$(lacks load)$(lacks redis)" ] || redis_on "$RPORT" "${PINC[@]}"; then run_stage service
     else echo "service ok=0 skipped=1 reason=redis-server did not start: $(tail -n1 "$RES/redis.log")" >>"$RES/service.txt"; fi
-    kill "$RPID" && wait "$RPID" 2>/dev/null
+    kill "$RPID" 2>/dev/null && wait "$RPID" 2>/dev/null
     rm -f "$RES/redis.log"
 }
 # A redis-server and a PostgreSQL of the stage's own, from bench/src/bin/db_servers.rs, which
