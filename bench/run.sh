@@ -370,8 +370,8 @@ cpu() {
 # TIME_WAIT on an ephemeral port would otherwise make the bind fail.
 read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || eph_lo=32768
 port=$((eph_lo > 21000 ? 21000 : 1024 + 2000))
-# Starts server "$@" --addr on a free port (trying a few), pinned unless NOPIN; with READY
-# set, waits up to 2 s for such a line on its stderr. Sets spid and addr, or WHY.
+# Starts server "$@" --addr on a free port (trying a few), pinned unless NOPIN, and waits up
+# to 2 s until it accepts, or with READY set prints such a line on stderr. Sets spid and addr, or WHY.
 start_server() {
     local pin=("${PINS[@]}") NOPIN=${NOPIN:-}
     resolve "$@" || return 1
@@ -389,7 +389,7 @@ start_server() {
     WHY="server did not start: $(tail -n1 "$RES/server.err")"
     return 1
 }
-ready() { [ -z "${READY:-}" ] || grep -q "$READY" "$RES/server.err"; }
+ready() { if [ -n "${READY:-}" ]; then grep -q "$READY" "$RES/server.err"; else accepts "$port"; fi; }
 # Stops the server with signal STOP (TERM), and SIGKILL 5 s later.
 stop_server() {
     kill -"${STOP:-TERM}" "$spid" 2>/dev/null
