@@ -92,7 +92,7 @@ pub fn stat_keeping(mut v: Vec<f64>, keep: impl Fn(&f64) -> bool) -> Option<Stat
 }
 
 /// Before/after pairs (records with `build=now` and `build=base`, paired
-/// by `rep`; see bench/run.sh's `ab_pairs`): the median of the pairs'
+/// by `rep`; see the `build~now,base` rows of bench/cells.txt): the median of the pairs'
 /// ratios now / base of `key`, over the records `select` picks. Each pair
 /// ran back to back, so a drift of the machine falls on both.
 pub fn pair_ratio(
