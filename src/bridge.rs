@@ -42,9 +42,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use crate::inspect::ParkedOn;
 use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
-use crate::shared::thread::{self, Thread};
-use crate::shared::{Mutex, MutexGuard};
 use crate::spawn::JoinHandle;
+use crate::sys::threads::thread::{self, Thread};
+use crate::sys::threads::{Mutex, MutexGuard};
 use crate::task;
 
 /// Runs `future` to completion and returns its output: inside a task, the

@@ -27,8 +27,8 @@ use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock, Weak};
 
-use crate::shared::atomic::{AtomicBool, Ordering};
-use crate::shared::Mutex;
+use crate::sys::threads::atomic::{AtomicBool, Ordering};
+use crate::sys::threads::Mutex;
 use std::time::{Duration, Instant};
 
 /// A request for a dump: called on the scheduler's thread with its dump.

@@ -24,13 +24,15 @@
 //!    - `sys`: everything that differs between Linux and the other
 //!      systems, chosen once: the precise timer, pidfds, guard pages, the
 //!      cheapest clock, CPU pinning, `SO_REUSEPORT`; with the `portable`
-//!      feature, Linux takes the other systems' paths.
+//!      feature, Linux takes the other systems' paths. Chosen once as
+//!      well, the types threads share (`threads`): std's, or the `loom`
+//!      model checker's under `--cfg loom`.
 //! 2. Plain data.
-//!    - `protocol`, `failure`, `shared`: the ids ([`TaskId`], wait tokens,
+//!    - `protocol`: the ids ([`TaskId`], wait tokens,
 //!      [`IoId`](raw::IoId), scheduler ids, [`ParkToken`](raw::ParkToken))
 //!      and the protocol, [`Op`](raw::Op) and [`Resume`](raw::Resume); why
-//!      a task produced no value; the types threads share (std's, or the
-//!      `loom` model checker's under `--cfg loom`).
+//!      a task, or work on another thread, produced no value
+//!      (`join_failure`).
 //! 3. Mechanisms.
 //!    - `observe`, `inspect`: with feature `tracing`, the spans and events
 //!      a `tracing` subscriber is told; each scheduler's counters and the
@@ -169,10 +171,7 @@ compile_error!(
 // Layer 1: the platform.
 mod sys;
 // Layer 2: plain data.
-mod failure;
 mod protocol;
-#[allow(unused_imports)]
-mod shared;
 // Layer 3: mechanisms.
 mod inspect;
 mod observe;

@@ -25,7 +25,7 @@ use crate::reactor::RemoteQueue;
 /// the poll their interrupt ends.
 pub struct ModelPort {
     port: Arc<crate::inspect::Port>,
-    poll: crate::shared::Arc<PollStandIn>,
+    poll: crate::sys::threads::Arc<PollStandIn>,
 }
 
 impl std::fmt::Debug for ModelPort {
@@ -45,7 +45,7 @@ impl ModelPort {
     /// scheduler's interrupt its `epoll_wait` through the cross-thread
     /// queue's `eventfd`.
     pub fn new() -> ModelPort {
-        let poll = crate::shared::Arc::new(PollStandIn::default());
+        let poll = crate::sys::threads::Arc::new(PollStandIn::default());
         let queue = Arc::new(RemoteQueue::model(poll.clone()));
         let port = crate::inspect::Port::new(7, Box::new(|| 0));
         port.set_interrupt(Box::new(move || queue.interrupt()));
@@ -89,7 +89,7 @@ impl ModelPort {
 /// A task and its scheduler, played by one model thread.
 #[derive(Debug)]
 pub struct ModelTask {
-    poll: crate::shared::Arc<PollStandIn>,
+    poll: crate::sys::threads::Arc<PollStandIn>,
     queue: Arc<RemoteQueue>,
     sched: SchedulerId,
     /// The number of the last pause made.
@@ -107,7 +107,7 @@ impl Default for ModelTask {
 impl ModelTask {
     /// A task on a scheduler of its own.
     pub fn new() -> ModelTask {
-        let poll = crate::shared::Arc::new(PollStandIn::default());
+        let poll = crate::sys::threads::Arc::new(PollStandIn::default());
         ModelTask {
             queue: Arc::new(RemoteQueue::model(poll.clone())),
             poll,

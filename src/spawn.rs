@@ -9,7 +9,7 @@ use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 
-use crate::failure::{failure_accessors, Failure};
+use crate::protocol::join_failure::{failure_accessors, Failure};
 use crate::protocol::{Op, Resume, TaskId};
 use crate::scheduler;
 use crate::stack::DEFAULT_STACK_SIZE;

@@ -29,7 +29,7 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         name: "Plain data",
-        ranks: &[&["protocol", "failure", "shared"]],
+        ranks: &[&["protocol"]],
     },
     Layer {
         name: "Mechanisms",

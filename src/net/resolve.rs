@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::failure::payload_text;
+use crate::protocol::join_failure::payload_text;
 
 /// Turns a host name and a port into socket addresses: the system's
 /// resolver ([`SystemResolver`], the default) or one of your own, installed

@@ -11,8 +11,8 @@ use std::thread;
 use crate::handoff::{Completer, RemoteJoinError};
 use crate::inspect::ParkedOn;
 use crate::park::{InTask, Pause, RemoteUnparker};
-use crate::shared::atomic::{AtomicUsize, Ordering};
-use crate::shared::{Mutex, MutexGuard};
+use crate::sys::threads::atomic::{AtomicUsize, Ordering};
+use crate::sys::threads::{Mutex, MutexGuard};
 
 thread_local! {
     /// The index of the runtime worker this thread is, if it is one.

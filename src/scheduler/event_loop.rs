@@ -304,7 +304,7 @@ impl Scheduler {
         }
         eprintln!(
             "yieldloop: internal error while running task {id}: {}",
-            crate::failure::payload_text(&*payload).unwrap_or("<non-string panic>")
+            crate::protocol::join_failure::payload_text(&*payload).unwrap_or("<non-string panic>")
         );
     }
 

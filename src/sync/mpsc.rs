@@ -73,8 +73,8 @@ use super::select::sealed::Fired;
 use super::waitq::WaitQueue;
 use crate::park::RemoteUnparker;
 use crate::protocol::ParkToken;
-use crate::shared::atomic::{AtomicBool, Ordering};
-use crate::shared::{Arc, Condvar};
+use crate::sys::threads::atomic::{AtomicBool, Ordering};
+use crate::sys::threads::{Arc, Condvar};
 
 thread_local! {
     /// This thread's id, without the `Arc` clone of `thread::current()`.
@@ -190,7 +190,7 @@ fn in_task() -> bool {
 
 // `#[inline]` throughout, for the reason given at the single-thread flavor.
 impl Flavor for CrossThread {
-    type Lock<S> = crate::shared::Mutex<S>;
+    type Lock<S> = crate::sys::threads::Mutex<S>;
     type Receiver = TaskOrThread;
     type Sender = TaskOrThread;
 

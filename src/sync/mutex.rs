@@ -7,9 +7,9 @@ use std::ops::{Deref, DerefMut};
 use std::time::{Duration, Instant};
 
 use super::waiters::{self, lock, Waiters, Wake};
-use crate::shared::atomic::{AtomicUsize, Ordering};
-use crate::shared::Mutex as StdMutex;
 use crate::sync::waitq::Woken;
+use crate::sys::threads::atomic::{AtomicUsize, Ordering};
+use crate::sys::threads::Mutex as StdMutex;
 
 /// Nobody holds the lock.
 const UNLOCKED: usize = 0;

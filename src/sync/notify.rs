@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use super::waiters::{self, lock, Queued, Waiters, Wake};
-use crate::shared::Mutex as StdMutex;
+use crate::sys::threads::Mutex as StdMutex;
 
 /// Wakes waiters on any worker or plain thread that wait for "something
 /// happened", with no data attached.

@@ -5,8 +5,8 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use super::waiters::{self, lock, Queued, Waiters, Wake};
-use crate::shared::Mutex as StdMutex;
 use crate::sync::waitq::Woken;
+use crate::sys::threads::Mutex as StdMutex;
 
 /// A reader-writer lock for tasks on any worker and plain threads: any
 /// number of readers at once, or one writer.

@@ -54,8 +54,8 @@ use crate::stack::MIN_STACK_SIZE;
 /// selectable types is this module's to decide.
 pub(crate) mod sealed {
     use crate::protocol::ParkToken;
-    use crate::shared::atomic::{AtomicBool, Ordering};
-    use crate::shared::Arc;
+    use crate::sys::threads::atomic::{AtomicBool, Ordering};
+    use crate::sys::threads::Arc;
 
     /// How a registration learns it was the one a sender woke.
     #[derive(Debug)]

@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use super::waiters::{self, lock, Queued, Waiters, Wake};
-use crate::shared::Mutex as StdMutex;
+use crate::sys::threads::Mutex as StdMutex;
 
 /// A counting semaphore for tasks on any worker and plain threads.
 ///

@@ -39,8 +39,8 @@ use std::time::Instant;
 use crate::inspect::ParkedOn;
 use crate::park::{park_on, park_token, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
-use crate::shared::{thread, Mutex, MutexGuard};
 use crate::sync::waitq::{OnDrop, WaitQueue, Woken};
+use crate::sys::threads::{thread, Mutex, MutexGuard};
 
 /// How to wake one waiter, taken out of its entry by the waker.
 pub(crate) enum Wake {

@@ -3,9 +3,9 @@
 use std::fmt;
 
 use super::waiters::{self, lock, Queued, Waiters};
-use crate::shared::Mutex as StdMutex;
 use crate::sync::local::BarrierWaitResult;
 use crate::sync::waitq::Woken;
+use crate::sys::threads::Mutex as StdMutex;
 
 /// Waits for a collection of jobs on any workers or threads to finish,
 /// like Go's `sync.WaitGroup`.

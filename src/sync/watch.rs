@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use super::error::{RecvError, RecvTimeoutError, SendError};
 use super::xwait::{Channel, Counted, NotReady};
-use crate::shared::MutexGuard;
+use crate::sys::threads::MutexGuard;
 
 /// What the handles share. Values are dropped outside its lock.
 type Shared<T> = Channel<State<T>>;

@@ -28,8 +28,8 @@ use super::waitq::{OnDrop, WaitQueue};
 use crate::inspect::ParkedOn;
 use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
-use crate::shared::thread::{self, Thread};
-use crate::shared::{Mutex, MutexGuard};
+use crate::sys::threads::thread::{self, Thread};
+use crate::sys::threads::{Mutex, MutexGuard};
 
 /// Whoever waits, woken all at once.
 #[derive(Default)]
