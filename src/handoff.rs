@@ -30,10 +30,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use crate::inspect::ParkedOn;
 use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::join_failure::{failure_accessors, Failure};
 use crate::protocol::Resume;
+use crate::scheduler::port::ParkedOn;
 // The slot's `Arc` is std's: the handles that hold it are the runtime's,
 // and counting references is no part of the protocol the models check.
 use crate::sys::threads::{Condvar, Mutex, MutexGuard};

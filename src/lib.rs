@@ -34,19 +34,20 @@
 //!      a task, or work on another thread, produced no value
 //!      (`join_failure`).
 //! 3. Mechanisms.
-//!    - `observe`, `inspect`: with feature `tracing`, the spans and events
-//!      a `tracing` subscriber is told; each scheduler's counters and the
-//!      requests for a task dump, shared with every thread, and the dump's
-//!      types.
-//!    - `timer`, `reactor`, `stack`, `trace`, `slow_task`: the deadline
-//!      heap; `mio::Poll`, the registered sources, the accepts it performs,
-//!      wake-ups from other threads, the precise timer where `sys` has one; the
-//!      pool of guarded stacks and the report of an overflow; the scheduler
-//!      trace; the warning about tasks that hold the thread too long.
+//!    - `reactor`, `stack`: `mio::Poll`, the registered sources, the
+//!      accepts it performs, wake-ups from other threads, the precise timer
+//!      where `sys` has one; the pool of guarded stacks and the report of an
+//!      overflow.
 //! 4. Tasks and their scheduler.
-//!    - `task`: a task's coroutine and context at the top of its stack, and
-//!      the thread-local of the running task.
-//!    - `scheduler`: the task table, filing each `Op`, and the loop.
+//!    - `scheduler`: a task's coroutine and context at the top of its
+//!      stack, and the thread-local of the running task (`coroutine`); the
+//!      deadline heap and the runtime's clock (`timers`); the task table,
+//!      filing each `Op`, and the loop; and what shows them at work: each
+//!      scheduler's counters and the requests for a task dump, shared with
+//!      every thread, and the dump's types (`port`); with feature
+//!      `tracing`, the spans and events a `tracing` subscriber is told
+//!      (`tracing_events`); the scheduler trace; the warning about tasks
+//!      that hold the thread too long (`slow_task`).
 //! 5. The blocking-style surface.
 //!    - `timeout`, [`task_local`](mod@task_local): [`timeout()`] and
 //!      [`timeout_at`], the scopes each pause is narrowed to;
@@ -173,16 +174,10 @@ mod sys;
 // Layer 2: plain data.
 mod protocol;
 // Layer 3: mechanisms.
-mod inspect;
-mod observe;
 mod reactor;
-mod slow_task;
 mod stack;
-mod timer;
-mod trace;
 // Layer 4: tasks and their scheduler.
 mod scheduler;
-mod task;
 // Layer 5: the blocking-style surface.
 mod blocking;
 mod bridge;

@@ -24,7 +24,7 @@ use crate::reactor::RemoteQueue;
 /// model thread: the port requests are queued with, and the stand-in for
 /// the poll their interrupt ends.
 pub struct ModelPort {
-    port: Arc<crate::inspect::Port>,
+    port: Arc<crate::scheduler::port::Port>,
     poll: crate::sys::threads::Arc<PollStandIn>,
 }
 
@@ -47,7 +47,7 @@ impl ModelPort {
     pub fn new() -> ModelPort {
         let poll = crate::sys::threads::Arc::new(PollStandIn::default());
         let queue = Arc::new(RemoteQueue::model(poll.clone()));
-        let port = crate::inspect::Port::new(7, Box::new(|| 0));
+        let port = crate::scheduler::port::Port::new(7, Box::new(|| 0));
         port.set_interrupt(Box::new(move || queue.interrupt()));
         ModelPort {
             port: Arc::new(port),
@@ -73,7 +73,7 @@ impl ModelPort {
             self.poll.wait();
             if self.port.has_requests() {
                 for r in self.port.take_requests() {
-                    r(crate::inspect::SchedulerDump {
+                    r(crate::scheduler::port::SchedulerDump {
                         scheduler: self.port.id,
                         thread: None,
                         tasks: Vec::new(),

@@ -12,9 +12,9 @@ use std::rc::Rc;
 use crate::protocol::join_failure::{failure_accessors, Failure};
 use crate::protocol::{Op, Resume, TaskId};
 use crate::scheduler;
+use crate::scheduler::coroutine;
 use crate::stack::DEFAULT_STACK_SIZE;
 use crate::suspend::suspend;
-use crate::task;
 use crate::task_local::{self, Inherited};
 
 /// Where a task leaves its outcome for its [`JoinHandle`].
@@ -112,7 +112,7 @@ where
         match panic::catch_unwind(AssertUnwindSafe(f)) {
             Ok(value) => outcome.slot.set(Ok(value)),
             Err(payload) => {
-                if task::forced_unwind() {
+                if coroutine::forced_unwind() {
                     // The coroutine's own teardown: let it reach the root.
                     panic::resume_unwind(payload);
                 }
@@ -538,8 +538,8 @@ where
 
 /// The id of the task this is called from, or `None` outside a task.
 pub fn current_id() -> Option<TaskId> {
-    if task::in_task() {
-        task::current_task()
+    if coroutine::in_task() {
+        coroutine::current_task()
     } else {
         None
     }

@@ -8,10 +8,10 @@
 //!
 //! # Where the values live
 //!
-//! Each task's context (at the top of its stack, see `task`) has a slot for
-//! its task-locals, empty until the task first uses a key: a task that
-//! never does costs no allocation, and no resume or pause ever looks at the
-//! slot. On first use a key's value is made from its initializer and
+//! Each task's context (at the top of its stack, see the scheduler's
+//! `coroutine`) has a slot for its task-locals, empty until the task first
+//! uses a key: a task that never does costs no allocation, and no resume or
+//! pause ever looks at the slot. On first use a key's value is made from its initializer and
 //! kept, behind an `Rc`, in a small list in that slot, found by the key's
 //! address. The task's body tears the list down on its way out, after the
 //! task's own frames, whether it returns, panics or is cancelled: each
@@ -46,7 +46,7 @@ use std::error::Error;
 use std::fmt;
 use std::rc::Rc;
 
-use crate::task;
+use crate::scheduler::coroutine;
 
 /// Makes a child's copy of an inherited value (the parent's, behind `&dyn
 /// Any`).
@@ -663,7 +663,7 @@ fn insert(key: usize, value: Rc<dyn Any>, inherit: Option<CloneFn>) -> Result<Rc
 /// back after. `f` must run no code of the user's (no initializer, clone
 /// or destructor): it would find the slot empty. No task: `OutsideTask`.
 fn edit<R>(f: impl FnOnce(&mut Option<Box<dyn Any>>) -> Result<R, Cause>) -> Result<R, Cause> {
-    task::with_locals(|cell| {
+    coroutine::with_locals(|cell| {
         let mut slot = cell.take();
         let r = f(&mut slot);
         cell.set(slot);
@@ -772,7 +772,7 @@ impl Drop for Teardown {
         // and anything after, get an error, not new values nobody would
         // drop), and only then are they dropped, out of the slot. Its box
         // allocates nothing.
-        let values = task::with_locals(|cell| cell.replace(Some(Box::new(TornDown))));
+        let values = coroutine::with_locals(|cell| cell.replace(Some(Box::new(TornDown))));
         drop(values);
     }
 }

@@ -33,17 +33,14 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         name: "Mechanisms",
-        ranks: &[
-            // What a `tracing` subscriber is told, which the slow-task
-            // watch reports through; the counters and dump requests each
-            // scheduler shares.
-            &["observe", "inspect"],
-            &["timer", "reactor", "stack", "trace", "slow_task"],
-        ],
+        ranks: &[&["reactor", "stack"]],
     },
     Layer {
         name: "Tasks and their scheduler",
-        ranks: &[&["task"], &["scheduler"]],
+        // The scheduler holds what it runs and keeps (the tasks' memory,
+        // the deadline heap) and what reports on it (the counters and dump
+        // requests, the trace, the slow-task watch) in files of its own.
+        ranks: &[&["scheduler"]],
     },
     Layer {
         name: "The blocking-style surface",
@@ -924,19 +921,28 @@ fn the_checker_reports_upward_paths() {
     };
     let wrong = upward_uses(
         &[
-            file("timer.rs", "use super::scheduler::X;"),
-            file("stack/pool.rs", "use super::super::net::TcpStream;"),
+            file("time.rs", "use super::sync::X;"),
+            file("stack/pool.rs", "use super::super::scheduler::Scheduler;"),
             file(
                 "reactor/mod.rs",
                 "use self::accept::A; use super::protocol::Op;",
             ),
-            file("time.rs", "use crate::spawn_blocking;"),
+            file("sys/mod.rs", "use crate::spawn_blocking;"),
         ],
         &ranks,
     );
     assert_eq!(wrong.len(), 3, "{wrong:#?}");
-    assert!(wrong[0].starts_with("timer.rs:1: `timer` (rank 3) uses `scheduler`"));
-    assert!(wrong[1].contains("`stack` (rank 3) uses `net`"));
+    assert!(
+        wrong[0].starts_with("time.rs:1: `time` (rank "),
+        "{}",
+        wrong[0]
+    );
+    assert!(wrong[0].contains(") uses `sync`"), "{}", wrong[0]);
+    assert!(
+        wrong[1].contains("`stack` (rank 2) uses `scheduler`"),
+        "{}",
+        wrong[1]
+    );
     assert!(wrong[2].contains("goes through the crate root"));
 }
 

@@ -222,7 +222,7 @@ impl UnixDatagram {
             match self.inner.get_ref().send_to(buf, path) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     poll_on_timer |= woke_writable;
-                    let now = crate::timer::now();
+                    let now = crate::scheduler::timers::now();
                     if deadline.is_some_and(|d| now >= d) {
                         Resume::TimedOut.into_io()?;
                     }

@@ -345,7 +345,7 @@ impl Default for RuntimeBuilder {
             name: "yieldloop-worker".into(),
             stack_size: crate::stack::DEFAULT_STACK_SIZE,
             paused: false,
-            budget: crate::task::DEFAULT_BUDGET,
+            budget: crate::scheduler::coroutine::DEFAULT_BUDGET,
         }
     }
 }

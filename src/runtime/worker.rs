@@ -9,8 +9,8 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 
 use crate::handoff::{Completer, RemoteJoinError};
-use crate::inspect::ParkedOn;
 use crate::park::{InTask, Pause, RemoteUnparker};
+use crate::scheduler::port::ParkedOn;
 use crate::sys::threads::atomic::{AtomicUsize, Ordering};
 use crate::sys::threads::{Mutex, MutexGuard};
 
@@ -195,7 +195,7 @@ where
     match panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => completer.complete(Ok(v)),
         Err(payload) => {
-            if crate::task::forced_unwind() {
+            if crate::scheduler::coroutine::forced_unwind() {
                 // The scheduler is tearing the task down (a shutdown): let
                 // the unwind go on; dropping the completer reports it.
                 panic::resume_unwind(payload);

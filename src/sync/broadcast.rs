@@ -273,7 +273,7 @@ impl<T: Clone> Receiver<T> {
     ///
     /// As for [`try_recv`](Self::try_recv).
     pub fn recv_timeout(&mut self, timeout: Duration) -> Result<T, TryRecvError> {
-        self.recv_deadline(crate::timer::now().checked_add(timeout))
+        self.recv_deadline(crate::scheduler::timers::now().checked_add(timeout))
     }
 
     /// [`recv`](Self::recv), giving up at `deadline` (`None`: never) with

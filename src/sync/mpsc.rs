@@ -248,7 +248,7 @@ impl Flavor for CrossThread {
             st = match deadline {
                 None => cv.wait(st).unwrap_or_else(PoisonError::into_inner),
                 Some(d) => {
-                    let now = crate::timer::now();
+                    let now = crate::scheduler::timers::now();
                     if now >= d {
                         break;
                     }

@@ -211,7 +211,7 @@ impl<T: ?Sized> Mutex<T> {
                 _ => {}
             }
             // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::timer::now() >= d) {
+            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
                 self.leave(&mut st);
                 return false;
             }

@@ -42,11 +42,11 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::waitq::OnDrop;
-use crate::inspect::ParkedOn;
 use crate::park::{park_on, park_token};
 use crate::protocol::ParkToken;
 use crate::protocol::TaskId;
 use crate::protocol::{IoId, Resume};
+use crate::scheduler::port::ParkedOn;
 use crate::spawn::{Builder, JoinHandle};
 use crate::stack::MIN_STACK_SIZE;
 
@@ -434,7 +434,7 @@ impl<'a> Select<'a> {
             !self.cases.is_empty(),
             "yieldloop: Select::wait with no cases"
         );
-        let start = crate::timer::now();
+        let start = crate::scheduler::timers::now();
         self.start_helpers();
         loop {
             if let Some(i) = self.scan(start) {
@@ -486,7 +486,7 @@ impl<'a> Select<'a> {
 
     /// The first ready case, in order; consumes a socket case's edge.
     fn scan(&self, start: Instant) -> Option<usize> {
-        let now = crate::timer::now();
+        let now = crate::scheduler::timers::now();
         let mut fired = self.shared.fired.borrow_mut();
         let closed = self.shared.closed.borrow();
         self.cases

@@ -36,9 +36,9 @@ use std::collections::VecDeque;
 use std::sync::PoisonError;
 use std::time::Instant;
 
-use crate::inspect::ParkedOn;
 use crate::park::{park_on, park_token, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
+use crate::scheduler::port::ParkedOn;
 use crate::sync::waitq::{OnDrop, WaitQueue, Woken};
 use crate::sys::threads::{thread, Mutex, MutexGuard};
 
@@ -194,7 +194,7 @@ pub(crate) fn wait_handed<'a, S: Queued<Kind = ()>>(
     what: &'static str,
 ) -> (MutexGuard<'a, S>, bool) {
     // A deadline `<= now` has passed.
-    if deadline.is_some_and(|d| crate::timer::now() >= d) {
+    if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
         return (st, false);
     }
     let (st, woken) = wait(

@@ -295,7 +295,7 @@ impl<T> Receiver<T> {
     /// );
     /// ```
     pub fn changed_timeout(&mut self, timeout: Duration) -> Result<(), RecvTimeoutError> {
-        self.changed_deadline(crate::timer::now().checked_add(timeout))
+        self.changed_deadline(crate::scheduler::timers::now().checked_add(timeout))
     }
 
     /// [`changed`](Self::changed), giving up at `deadline` (`None`: never).

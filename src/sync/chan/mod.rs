@@ -47,10 +47,10 @@ use std::time::Instant;
 use super::error::{RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::{Fired, Registration};
 use super::waitq::{OnDrop, WaitQueue};
-use crate::inspect::ParkedOn;
 use crate::park::{park_on, park_token, RemoteUnparker};
 use crate::protocol::ParkToken;
 use crate::protocol::Resume;
+use crate::scheduler::port::ParkedOn;
 
 mod flavor;
 mod handles;
@@ -297,7 +297,7 @@ impl<T, F: Flavor> Chan<T, F> {
                 Err(TryRecvError::Empty) => {}
             }
             // A deadline `<= now` has passed: one last look was taken above.
-            if deadline.is_some_and(|d| crate::timer::now() >= d) {
+            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
                 return Err(RecvTimeoutError::Timeout);
             }
             // Woken, timed out or not: look again. A wake-up whose message

@@ -115,7 +115,7 @@ impl Notify {
                 return true;
             }
             // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::timer::now() >= d) {
+            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
                 return false;
             }
             let (r, woken) = park_local(
@@ -247,7 +247,7 @@ impl Event {
                 return true;
             }
             // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::timer::now() >= d) {
+            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
                 return false;
             }
             let (r, woken) = park_local(&self.state, |s| &mut s.waiters, deadline, |_, _| {});

@@ -607,7 +607,7 @@ fn shown(frames: &[Frame]) -> &[Frame] {
         let n = name(f);
         n.starts_with("yieldloop::suspend::suspend_or")
             || n.starts_with("yieldloop::suspend::suspend_yield")
-            || n.starts_with("yieldloop::task::")
+            || n.starts_with("yieldloop::scheduler::coroutine::")
             // The same frames inlined, named without their path (as with
             // limited debug info).
             || ["suspend_or<", "suspend_yield", "with_running<", "pause_inline"]

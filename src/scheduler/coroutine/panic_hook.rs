@@ -59,7 +59,7 @@ pub(crate) fn install() {
             #[cfg(feature = "tracing")]
             with_running_label(|label| {
                 if let Some(label) = label {
-                    crate::observe::task_panicked(
+                    crate::scheduler::tracing_events::task_panicked(
                         label.serial,
                         label.name,
                         &info.location().map(|l| l.to_string()).unwrap_or_default(),
