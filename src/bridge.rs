@@ -39,13 +39,13 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
 use crate::scheduler::coroutine;
 use crate::scheduler::port::ParkedOn;
-use crate::spawn::JoinHandle;
 use crate::sys::threads::thread::{self, Thread};
 use crate::sys::threads::{Mutex, MutexGuard};
+use crate::task::park::{InTask, Pause, RemoteUnparker};
+use crate::task::spawn::JoinHandle;
 
 /// Runs `future` to completion and returns its output: inside a task, the
 /// task pauses between polls while the other tasks of its thread run;
@@ -174,7 +174,7 @@ pub(crate) fn drive<F: Future>(future: F, mut pause: Option<&mut impl Pause>) ->
             // that is always ready, or that answered `Pending` because
             // the budget was spent (and woke itself), is polled again only
             // after the other tasks have had their turn.
-            crate::coop::proceed();
+            crate::task::coop::proceed();
         }
         if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
             return v;
@@ -400,5 +400,5 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    crate::spawn::spawn(move || block_on(future))
+    crate::task::spawn::spawn(move || block_on(future))
 }

@@ -106,13 +106,13 @@ pub fn dump_within(limit: Duration) -> Dump {
         })
         .collect();
     let deadline = start + limit;
-    let in_task = crate::spawn::current_id().is_some();
+    let in_task = crate::task::spawn::current_id().is_some();
     let schedulers = asked
         .into_iter()
         .map(|(port, slot)| {
             let answer = if in_task {
                 let left = deadline.saturating_duration_since(Instant::now());
-                crate::timeout::timeout(left, || slot.wait()).ok()
+                crate::task::timeout::timeout(left, || slot.wait()).ok()
             } else {
                 slot.wait_blocking_until(Some(deadline))
             };

@@ -48,39 +48,41 @@
 //!      `tracing`, the spans and events a `tracing` subscriber is told
 //!      (`tracing_events`); the scheduler trace; the warning about tasks
 //!      that hold the thread too long (`slow_task`).
+//!    - `task`: what a task does on it: [`raw::suspend`], the one way a
+//!      task pauses, each pause narrowed to the enclosing [`timeout()`] or
+//!      [`timeout_at`] scope and charged to the cooperative budget (an
+//!      operation that may pause but goes ahead at once spends a unit of
+//!      it; once it is spent the task lets the others run first,
+//!      [`raw::consume_budget`]); [`raw::park`]; [`spawn()`],
+//!      [`JoinHandle`], [`Builder`], [`run`]; [`scope()`], tasks that
+//!      borrow; [`join_all`], [`join_any`]; [`task_local!`] and
+//!      [`LocalKey`], one value per task; and [`raw`], these pauses as a
+//!      protocol for building your own primitives.
 //! 5. The blocking-style surface.
-//!    - `timeout`, [`task_local`](mod@task_local): [`timeout()`] and
-//!      [`timeout_at`], the scopes each pause is narrowed to;
-//!      [`task_local!`] and [`LocalKey`], one value per task.
-//!    - `suspend`: [`raw::suspend`], the one way a task pauses.
-//!    - `coop`: the cooperative budget: an operation that may pause but
-//!      goes ahead at once spends a unit of it, and once it is spent the
-//!      task lets the others run first ([`raw::consume_budget`]).
-//!    - `time`, `park`, `spawn`, [`io`]: [`sleep`], [`yield_now`];
-//!      [`raw::park`]; [`spawn()`], [`JoinHandle`], [`Builder`], [`run`];
+//!    - `time`, [`io`]: [`sleep`], [`yield_now`];
 //!      [`PausingIo`](io::PausingIo), the one way a task (or a future it
 //!      polls) waits for a descriptor: a socket, a pipe, a pidfd, the
 //!      signal listener's self-pipe, or any descriptor of your own.
-//!    - `scope`, `handoff`, `bridge`, [`signal`], [`sync`]: [`scope()`],
-//!      tasks that borrow; results handed across threads; [`block_on`], a
-//!      `Future` awaited from a task, its waker unparking the task, and
-//!      [`spawn_future`], a task that drives one; Unix signals a task
-//!      waits for; channels, locks and `select`.
-//!    - `gather`, `blocking`, `runtime`, `on_tokio`: [`join_all`], [`join_any`];
-//!      [`spawn_blocking`], the blocking pool; [`Runtime`], thread-per-core:
-//!      one scheduler per worker thread, tasks never move between threads;
-//!      with feature `tokio`, `on_tokio()`: a future run on one shared
-//!      tokio runtime while only the calling task waits for it.
+//!    - `handoff`, `bridge`, [`signal`], [`sync`]: results handed across
+//!      threads; [`block_on`], a `Future` awaited from a task, its waker
+//!      unparking the task, and [`spawn_future`], a task that drives one;
+//!      Unix signals a task waits for; channels, locks and `select`.
+//!    - `blocking`, `runtime`, `on_tokio`: [`spawn_blocking`], the
+//!      blocking pool; [`Runtime`], thread-per-core: one scheduler per
+//!      worker thread, tasks never move between threads; with feature
+//!      `tokio`, `on_tokio()`: a future run on one shared tokio runtime
+//!      while only the calling task waits for it.
 //!    - [`net`], [`process`], `hook`: sockets, whose host names are looked up on
 //!      the blocking pool; child processes, their pipes on `io` and their
 //!      exits waited for by pausing the task; with feature `hook` (Linux),
 //!      the C library's blocking socket and sleep calls, which pause only
 //!      the calling task when made from one.
 //! 6. The public faces.
-//!    - [`raw`], [`diag`], `model`: the protocol for building your own
-//!      primitives; tuning and diagnostics; with `--cfg loom` only, the
-//!      entry points of the model checks of the cross-thread protocols.
-//!    - this root (`lib`): the everyday calls.
+//!    - [`diag`], `model`: tuning and diagnostics; with `--cfg loom` only,
+//!      the entry points of the model checks of the cross-thread protocols.
+//!    - this root (`lib`): the everyday calls, and the public modules kept
+//!      in a folder of another name: [`raw`] and
+//!      [`task_local`](mod@task_local), from `task`.
 //!
 //! # Platforms
 //!
@@ -178,11 +180,10 @@ mod reactor;
 mod stack;
 // Layer 4: tasks and their scheduler.
 mod scheduler;
+mod task;
 // Layer 5: the blocking-style surface.
 mod blocking;
 mod bridge;
-mod coop;
-mod gather;
 mod handoff;
 #[cfg(feature = "hook")]
 pub mod hook;
@@ -190,41 +191,37 @@ pub mod io;
 pub mod net;
 #[cfg(feature = "tokio")]
 mod on_tokio;
-mod park;
 pub mod process;
 mod runtime;
-mod scope;
 pub mod signal;
-mod spawn;
-mod suspend;
 pub mod sync;
-pub mod task_local;
 mod time;
-mod timeout;
 // Layer 6: the public faces.
 pub mod diag;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod model;
-pub mod raw;
+
+// Public modules kept in a folder of another name.
+pub use task::{raw, task_local};
 
 pub use blocking::{spawn_blocking, BlockingHandle};
 pub use bridge::{block_on, spawn_future};
-pub use gather::{join_all, join_any, Joinable};
 pub use handoff::RemoteJoinError;
 #[cfg(feature = "tokio")]
 pub use on_tokio::{on_tokio, tokio_handle, tokio_runtime};
 pub use protocol::TaskId;
 pub use runtime::{Runtime, RuntimeBuilder, SpawnHandle, WorkerHandle};
-pub use scope::{scope, Scope, ScopedJoinHandle};
-pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
-pub use task_local::{AccessError, LocalKey};
+pub use task::join_many::{join_all, join_any, Joinable};
+pub use task::scope::{scope, Scope, ScopedJoinHandle};
+pub use task::spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
+pub use task::task_local::{AccessError, LocalKey};
+pub use task::timeout::{timeout, timeout_at, Elapsed};
 pub use time::{
     interval, interval_at, now, sleep, sleep_future, sleep_until, sleep_until_future, yield_now,
     Interval, MissedTickBehavior, Sleep,
 };
-pub use timeout::{timeout, timeout_at, Elapsed};
 
 /// Runs `f` as the main task of a new scheduler on this thread, drives the
 /// loop until `f` returns, and returns its value, like Python's
@@ -291,7 +288,7 @@ where
     F: FnOnce() -> T + 'a,
     T: 'a,
 {
-    spawn::run(f)
+    task::spawn::run(f)
 }
 
 /// Like [`run`], on a paused clock: time stands still while tasks run and
@@ -356,7 +353,7 @@ where
     F: FnOnce() -> T + 'a,
     T: 'a,
 {
-    spawn::run_clocked(true, f)
+    task::spawn::run_clocked(true, f)
 }
 
 #[cfg(doctest)]

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::handoff::{Completer, Handoff, RemoteJoinError};
-use crate::park::{Pause, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume, SchedulerId, WaitToken};
 use crate::reactor::remote_model::PollStandIn;
 use crate::reactor::RemoteQueue;
+use crate::task::park::{Pause, RemoteUnparker};
 
 /// A scheduler's side of [`diag::dump`](crate::diag::dump), played by one
 /// model thread: the port requests are queued with, and the stand-in for

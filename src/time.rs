@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::protocol::{Op, Resume, SchedulerId, WaitToken};
 pub(crate) use crate::scheduler::timers::deadline_after;
 use crate::scheduler::try_with_scheduler;
-use crate::suspend::suspend;
+use crate::task::suspend::suspend;
 
 /// The time as this thread's scheduler sees it: the real monotonic time,
 /// or under a paused clock ([`run_paused`](crate::run_paused),
@@ -99,7 +99,7 @@ pub fn sleep_until(deadline: Instant) {
 /// ```
 #[inline]
 pub fn yield_now() {
-    match crate::suspend::suspend_yield() {
+    match crate::task::suspend::suspend_yield() {
         // The usual answer, which needs no drop (spares a call per yield).
         Resume::Ready => {}
         other => drop(other),

@@ -816,11 +816,11 @@ pub(super) fn wait_any(watched: &[(c_int, bool, bool)], deadline: Option<Instant
             None => pause::pause(None, false, |d| {
                 // Nothing can ever end it but a timeout scope or a
                 // cancellation; a park nobody unparks waits for those.
-                crate::protocol::Op::Park(crate::park::park_token(), d)
+                crate::protocol::Op::Park(crate::task::park::park_token(), d)
             }),
         };
     }
-    let token = crate::park::park_token();
+    let token = crate::task::park::park_token();
     for &(fd, read, write) in watched {
         let io = match fds::registration(fd) {
             Ok(io) => io,
@@ -849,7 +849,7 @@ pub(super) fn sleep(d: Duration) {
     let Some(at) = crate::scheduler::timers::now().checked_add(d) else {
         // Longer than the clock can count: forever.
         let _ = pause::pause(None, false, |dl| {
-            crate::protocol::Op::Park(crate::park::park_token(), dl)
+            crate::protocol::Op::Park(crate::task::park::park_token(), dl)
         });
         return;
     };

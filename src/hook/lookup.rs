@@ -10,8 +10,8 @@ use libc::{addrinfo, c_int};
 
 use super::pause::{self, Woke};
 use super::real;
-use crate::park::{park_token, RemoteUnparker};
 use crate::protocol::Op;
+use crate::task::park::{park_token, RemoteUnparker};
 
 /// The fields of the caller's `hints` that a lookup reads, copied: the
 /// lookup may outlive the call (when the task is cancelled meanwhile).

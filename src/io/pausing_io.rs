@@ -12,12 +12,12 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::{outside_run, PinnedToSchedulerThread};
-use crate::coop;
 use crate::protocol::{IoId, Op, SchedulerId};
 use crate::reactor::{ReadEvents, ReadMarkSlot};
 use crate::scheduler;
 use crate::scheduler::coroutine;
-use crate::suspend::suspend_io;
+use crate::task::coop;
+use crate::task::suspend::suspend_io;
 
 /// A descriptor registered with the current scheduler's reactor, whose
 /// calls pause only the calling task until it is ready: any file

@@ -176,7 +176,7 @@ fn current() -> Option<Arc<dyn Resolve>> {
 /// pool while the calling task pauses, or on this thread outside any task.
 pub(super) fn lookup_name(host: String, port: u16) -> io::Result<Vec<SocketAddr>> {
     let resolver = current();
-    if crate::spawn::current_id().is_none() {
+    if crate::task::spawn::current_id().is_none() {
         // No task to pause and no loop to keep running: a hop to the pool
         // would only block this thread on the join instead.
         return ask(resolver.as_deref(), &host, port);

@@ -192,7 +192,7 @@ impl UnixStream {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // `sleep` is a pause, so this fails outside a task;
                     // check first for a clear error instead of a panic.
-                    if crate::spawn::current_id().is_none() {
+                    if crate::task::spawn::current_id().is_none() {
                         return Err(outside_run());
                     }
                     crate::time::sleep(backoff);

@@ -9,10 +9,10 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 
 use crate::handoff::{Completer, RemoteJoinError};
-use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::scheduler::port::ParkedOn;
 use crate::sys::threads::atomic::{AtomicUsize, Ordering};
 use crate::sys::threads::{Mutex, MutexGuard};
+use crate::task::park::{InTask, Pause, RemoteUnparker};
 
 thread_local! {
     /// The index of the runtime worker this thread is, if it is one.
@@ -212,7 +212,7 @@ where
 fn worker_main(index: usize, inbox: &Inbox, pool: &Pool, stack_size: usize) {
     let mut start = |job: Job| {
         // Without a stack the job is dropped, which tells its handle.
-        if let Err(e) = crate::spawn::Builder::new()
+        if let Err(e) = crate::task::spawn::Builder::new()
             .stack_size(stack_size)
             .spawn(job)
         {
@@ -357,7 +357,7 @@ pub(super) fn worker_thread(
     let inbox = inbox.clone();
     let pool = pool.clone();
     let ready = ready.clone();
-    crate::spawn::run_clocked(settings.paused, move || {
+    crate::task::spawn::run_clocked(settings.paused, move || {
         crate::scheduler::with_scheduler("Runtime", |s| s.set_default_budget(settings.budget));
         let _ = ready.send(Ok(()));
         drop(ready);

@@ -605,8 +605,8 @@ fn shown(frames: &[Frame]) -> &[Frame] {
     // The switch: the last of these near the top; what calls it is shown.
     let switch = |f: &Frame| {
         let n = name(f);
-        n.starts_with("yieldloop::suspend::suspend_or")
-            || n.starts_with("yieldloop::suspend::suspend_yield")
+        n.starts_with("yieldloop::task::suspend::suspend_or")
+            || n.starts_with("yieldloop::task::suspend::suspend_yield")
             || n.starts_with("yieldloop::scheduler::coroutine::")
             // The same frames inlined, named without their path (as with
             // limited debug info).
@@ -625,7 +625,7 @@ fn shown(frames: &[Frame]) -> &[Frame] {
         .iter()
         .position(|f| {
             let n = name(f);
-            n.starts_with("yieldloop::spawn::task_body")
+            n.starts_with("yieldloop::task::spawn::task_body")
                 || n.starts_with("yieldloop::runtime::worker::run_job")
         })
         .unwrap_or(rest.len());

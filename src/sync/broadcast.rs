@@ -317,7 +317,7 @@ impl<T: Clone> Receiver<T> {
     #[cfg(loom)]
     pub(crate) fn recv_with(
         &mut self,
-        pause: &mut impl crate::park::Pause,
+        pause: &mut impl crate::task::park::Pause,
     ) -> Result<T, TryRecvError> {
         let next = &mut self.next;
         let r = self.shared.wait_with(|st| Self::take(st, next), pause);

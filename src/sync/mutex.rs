@@ -118,7 +118,7 @@ impl<T: ?Sized> Mutex<T> {
     /// cannot wait). Locking again where the lock is held never returns.
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         if !self.try_lock_fast() {
             // With no deadline only a hand-over ends the wait.
             let locked = self.lock_slow(None);
@@ -162,7 +162,7 @@ impl<T: ?Sized> Mutex<T> {
     ///
     /// As for `lock`.
     pub fn lock_timeout(&self, timeout: Duration) -> Option<MutexGuard<'_, T>> {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let deadline = crate::time::deadline_after(timeout);
         (self.try_lock_fast() || self.lock_slow(Some(deadline))).then(|| MutexGuard { mutex: self })
     }

@@ -116,7 +116,7 @@ impl Notify {
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let mut st = lock(&self.state);
         if std::mem::take(&mut st.permit) {
             return true;

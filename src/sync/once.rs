@@ -112,7 +112,7 @@ impl<T> OnceCell<T> {
     /// cell from inside `f` never returns. Panics if it must pause in a
     /// task that is unwinding.
     pub fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         if let Some(v) = self.get() {
             return v;
         }

@@ -187,7 +187,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     fn take(&self, want: Want) {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let mut st = lock(&self.state);
         if st.try_take(want) {
             return;

@@ -42,13 +42,13 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::waitq::OnDrop;
-use crate::park::{park_on, park_token};
 use crate::protocol::ParkToken;
 use crate::protocol::TaskId;
 use crate::protocol::{IoId, Resume};
 use crate::scheduler::port::ParkedOn;
-use crate::spawn::{Builder, JoinHandle};
 use crate::stack::MIN_STACK_SIZE;
+use crate::task::park::{park_on, park_token};
+use crate::task::spawn::{Builder, JoinHandle};
 
 /// The hooks a [`Select`] drives a receiver through; sealed, so the set of
 /// selectable types is this module's to decide.
@@ -101,7 +101,7 @@ pub(crate) mod sealed {
         pub(crate) fired: Fired,
         /// A cross-thread channel's second handle on the select's unparker,
         /// held for the length of the pause (see `mpsc::TaskOrThread::task`).
-        pub(crate) _keep: Option<crate::park::RemoteUnparker>,
+        pub(crate) _keep: Option<crate::task::park::RemoteUnparker>,
     }
 
     /// A bounded sender a [`Select`](super::Select) can send through.
@@ -429,7 +429,7 @@ impl<'a> Select<'a> {
     /// cannot be started (no memory for its stack), or if the task would
     /// have to pause while it is unwinding.
     pub fn wait(&mut self) -> usize {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         assert!(
             !self.cases.is_empty(),
             "yieldloop: Select::wait with no cases"

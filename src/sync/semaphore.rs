@@ -161,7 +161,7 @@ impl Semaphore {
     }
 
     fn acquire_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let mut st = lock(&self.state);
         if st.permits > 0 {
             st.permits -= 1;

@@ -36,11 +36,11 @@ use std::collections::VecDeque;
 use std::sync::PoisonError;
 use std::time::Instant;
 
-use crate::park::{park_on, park_token, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
 use crate::scheduler::port::ParkedOn;
 use crate::sync::waitq::{OnDrop, WaitQueue, Woken};
 use crate::sys::threads::{thread, Mutex, MutexGuard};
+use crate::task::park::{park_on, park_token, RemoteUnparker};
 
 /// How to wake one waiter, taken out of its entry by the waker.
 pub(crate) enum Wake {
@@ -175,7 +175,7 @@ pub(crate) fn lock<S>(m: &Mutex<S>) -> MutexGuard<'_, S> {
 /// (which blocks).
 #[inline]
 fn in_task() -> bool {
-    crate::spawn::current_id().is_some()
+    crate::task::spawn::current_id().is_some()
 }
 
 /// What a waiter does before pausing, after its entry is published: a

@@ -95,7 +95,7 @@ impl WaitGroup {
     ///
     /// Panics if it must pause in a task that is unwinding.
     pub fn wait(&self) {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let st = lock(&self.state);
         if st.count == 0 {
             return;
@@ -192,7 +192,7 @@ impl Barrier {
     ///
     /// Panics if it must pause in a task that is unwinding.
     pub fn wait(&self) -> BarrierWaitResult {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let mut st = lock(&self.state);
         st.arrived += 1;
         if st.arrived >= self.n {

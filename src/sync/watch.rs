@@ -338,7 +338,7 @@ impl<T> Receiver<T> {
     #[cfg(loom)]
     pub(crate) fn changed_with(
         &mut self,
-        pause: &mut impl crate::park::Pause,
+        pause: &mut impl crate::task::park::Pause,
     ) -> Result<(), RecvError> {
         let seen = self.seen;
         let r = self.shared.wait_with(|st| Self::look(st, seen), pause);

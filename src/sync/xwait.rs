@@ -25,11 +25,11 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::waitq::{OnDrop, WaitQueue};
-use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
 use crate::scheduler::port::ParkedOn;
 use crate::sys::threads::thread::{self, Thread};
 use crate::sys::threads::{Mutex, MutexGuard};
+use crate::task::park::{InTask, Pause, RemoteUnparker};
 
 /// Whoever waits, woken all at once.
 #[derive(Default)]
@@ -106,8 +106,8 @@ pub(crate) fn wait_until<S, R>(
     ready: impl FnMut(&mut S) -> Option<R>,
     deadline: Option<Instant>,
 ) -> Result<R, NotReady> {
-    if crate::spawn::current_id().is_some() {
-        crate::coop::proceed();
+    if crate::task::spawn::current_id().is_some() {
+        crate::task::coop::proceed();
         wait_in_task(lock, list, ready, deadline, &mut InTask(ParkedOn::Channel))
     } else {
         wait_blocking(lock, list, ready, deadline)

@@ -109,7 +109,7 @@ impl Notify {
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         loop {
             if std::mem::take(&mut self.state.borrow_mut().permit) {
                 return true;
@@ -241,7 +241,7 @@ impl Event {
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         loop {
             if self.is_set() {
                 return true;

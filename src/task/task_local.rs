@@ -31,7 +31,7 @@
 //! # Inheritance
 //!
 //! A key declared `#[inherit]` is copied into every task spawned while the
-//! spawner has a value for it: [`spawn`](crate::spawn()) and
+//! spawner has a value for it: [`spawn`](super::spawn()) and
 //! [`Builder::spawn`](crate::Builder::spawn) clone the value, in the
 //! spawner, at spawn time. The choice belongs to the key, not to each spawn
 //! call, because it follows from what the value means: a request id should
@@ -152,7 +152,7 @@ macro_rules! task_local {
 /// `with_borrow`/`with_borrow_mut`.
 ///
 /// A key declared `#[inherit]` is copied into the tasks its task spawns:
-/// at [`spawn`](crate::spawn()) (or [`Builder::spawn`](crate::Builder::spawn)),
+/// at [`spawn`](super::spawn()) (or [`Builder::spawn`](crate::Builder::spawn)),
 /// if the spawner has a value for the key, the child starts with a clone of
 /// it; otherwise the child makes its own from the initializer, as it does
 /// for keys that are not inherited. Tasks started on another thread

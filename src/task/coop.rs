@@ -33,9 +33,9 @@
 
 use std::task::{Context, Poll};
 
+use super::suspend::suspend_if_task;
 use crate::protocol::{Op, Resume};
 use crate::scheduler::coroutine;
-use crate::suspend::suspend_if_task;
 
 /// Spends one unit of the running task's budget for an operation that
 /// may pause but can go ahead now; when the budget is spent, pauses first

@@ -16,12 +16,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::suspend::suspend;
 use crate::protocol::{IoId, Op, ParkToken, Resume, TaskId, WaitToken};
 use crate::reactor::RemoteQueue;
 use crate::scheduler::coroutine;
 use crate::scheduler::port::ParkedOn;
 use crate::scheduler::{try_with_scheduler, with_scheduler};
-use crate::suspend::suspend;
 
 /// Takes a token for the calling task's next [`park`].
 ///

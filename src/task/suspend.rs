@@ -7,9 +7,9 @@
 
 use std::io;
 
+use super::timeout;
 use crate::protocol::{Op, Resume};
 use crate::scheduler::coroutine::{self, TaskContext};
-use crate::timeout;
 
 /// Pauses the running task, hands `op` to the scheduler, and returns what the
 /// scheduler sends back when it resumes the task.

@@ -9,13 +9,13 @@ use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 
+use super::suspend::suspend;
+use super::task_local::{self, Inherited};
 use crate::protocol::join_failure::{failure_accessors, Failure};
 use crate::protocol::{Op, Resume, TaskId};
 use crate::scheduler;
 use crate::scheduler::coroutine;
 use crate::stack::DEFAULT_STACK_SIZE;
-use crate::suspend::suspend;
-use crate::task_local::{self, Inherited};
 
 /// Where a task leaves its outcome for its [`JoinHandle`].
 ///
@@ -51,7 +51,7 @@ impl<T> JoinSlot<T> {
     }
 }
 
-/// A task's panic, as a [`scope`](crate::scope) sees it without knowing
+/// A task's panic, as a [`scope`](super::scope) sees it without knowing
 /// the task's value type.
 pub(crate) trait UnjoinedPanic {
     /// Takes the panic payload if the task panicked and its handle has not
@@ -265,7 +265,7 @@ fn joined_itself(id: TaskId) -> ! {
 }
 
 impl<T> JoinHandle<T> {
-    /// The outcome slot, as a [`scope`](crate::scope) sees it.
+    /// The outcome slot, as a [`scope`](super::scope) sees it.
     pub(crate) fn unjoined_panic<'a>(&self) -> Rc<dyn UnjoinedPanic + 'a>
     where
         T: 'a,
@@ -315,7 +315,7 @@ impl<T> JoinHandle<T> {
         }
         if let Some(result) = self.slot.take() {
             // The task had ended: a join that goes ahead without a pause.
-            crate::coop::proceed();
+            super::coop::proceed();
             return result;
         }
         loop {
@@ -473,12 +473,12 @@ impl Builder {
     }
 
     /// Like [`spawn`](Self::spawn), for a closure (and value) that may
-    /// borrow from the caller: the scoped tasks of [`scope`](crate::scope).
+    /// borrow from the caller: the scoped tasks of [`scope`](super::scope).
     ///
     /// # Safety
     ///
     /// The task must be over (ended, or cancelled and so torn down) before
-    /// anything `f` or its value borrows goes away. [`scope`](crate::scope)
+    /// anything `f` or its value borrows goes away. [`scope`](super::scope)
     /// makes sure of it by waiting for (or tearing down) every task it
     /// spawned before it returns or unwinds.
     pub(crate) unsafe fn spawn_unchecked<'a, F, T>(self, f: F) -> io::Result<JoinHandle<T>>

@@ -29,11 +29,11 @@ use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 
+use super::spawn::{Builder, JoinError, JoinHandle, UnjoinedPanic};
+use super::suspend::suspend;
 use crate::protocol::{Op, TaskId};
 use crate::scheduler;
 use crate::scheduler::coroutine;
-use crate::spawn::{Builder, JoinError, JoinHandle, UnjoinedPanic};
-use crate::suspend::suspend;
 
 /// Runs `f` with a [`Scope`] whose tasks may borrow anything that outlives
 /// the call, and returns once every task spawned in the scope has ended.
@@ -51,7 +51,7 @@ use crate::suspend::suspend;
 /// - If `f` panics, the scoped tasks are cancelled and the panic goes on.
 /// - [`Scope::cancel_all`] cancels the scoped tasks on demand.
 /// - If the calling task is itself cancelled, or a
-///   [`timeout`](crate::timeout()) around the scope expires, while the
+///   [`timeout`](super::timeout()) around the scope expires, while the
 ///   scope is open, every scoped task is torn down before the calling
 ///   task's stack unwinds past the scope: no task outlives a borrow.
 ///
@@ -210,7 +210,7 @@ impl fmt::Debug for Scope<'_, '_> {
 impl<'scope> Scope<'scope, '_> {
     /// Spawns a task running `f`, which may borrow anything that outlives
     /// the scope. The task starts on a later turn of the loop, like
-    /// [`spawn`](crate::spawn()).
+    /// [`spawn`](super::spawn()).
     ///
     /// # Panics
     ///
