@@ -43,7 +43,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use crate::blocking::{
+pub use crate::interop::blocking::{
     blocking_pool_stats, set_blocking_idle_timeout, set_blocking_max_threads, BlockingPoolStats,
     DEFAULT_BLOCKING_IDLE_TIMEOUT, DEFAULT_BLOCKING_MAX_THREADS,
 };
@@ -57,7 +57,7 @@ pub use crate::scheduler::trace::{trace_off, trace_to_file, trace_to_stderr};
 pub use crate::stack::bench_pool_cycle;
 pub use crate::stack::{guards_use_madvise, pool_stats, PoolStats};
 
-use crate::handoff::Handoff;
+use crate::interop::from_thread::Handoff;
 use crate::scheduler::port::{ports, Port};
 
 /// How long [`dump`] waits for each scheduler to answer.

@@ -18,7 +18,9 @@
 //! The modules stand in layers, and within a layer in ranks, lowest first:
 //! each module uses only modules of a lower rank. A test,
 //! `tests/layering.rs`, holds the code to this list and this list to the
-//! ranks it enforces.
+//! ranks it enforces. Each entry of `src/` is one module of the list (a
+//! folder, or a file where one file is the whole module), so the tree
+//! reads as the list does.
 //!
 //! 1. The platform.
 //!    - `sys`: everything that differs between Linux and the other
@@ -59,30 +61,46 @@
 //!      [`LocalKey`], one value per task; and [`raw`], these pauses as a
 //!      protocol for building your own primitives.
 //! 5. The blocking-style surface.
-//!    - `time`, [`io`]: [`sleep`], [`yield_now`];
+//!    - `time`, [`io`]: [`sleep`], [`yield_now`], [`interval`];
 //!      [`PausingIo`](io::PausingIo), the one way a task (or a future it
 //!      polls) waits for a descriptor: a socket, a pipe, a pidfd, the
 //!      signal listener's self-pipe, or any descriptor of your own.
-//!    - `handoff`, `bridge`, [`signal`], [`sync`]: results handed across
-//!      threads; [`block_on`], a `Future` awaited from a task, its waker
-//!      unparking the task, and [`spawn_future`], a task that drives one;
-//!      Unix signals a task waits for; channels, locks and `select`.
-//!    - `blocking`, `runtime`, `on_tokio`: [`spawn_blocking`], the
-//!      blocking pool; [`Runtime`], thread-per-core: one scheduler per
-//!      worker thread, tasks never move between threads; with feature
-//!      `tokio`, `on_tokio()`: a future run on one shared tokio runtime
-//!      while only the calling task waits for it.
-//!    - [`net`], [`process`], `hook`: sockets, whose host names are looked up on
-//!      the blocking pool; child processes, their pipes on `io` and their
-//!      exits waited for by pausing the task; with feature `hook` (Linux),
-//!      the C library's blocking socket and sleep calls, which pause only
-//!      the calling task when made from one.
+//!    - [`sync`], `interop`: channels, locks and `select`; the bridges
+//!      between tasks and the worlds around them: [`block_on`], a `Future`
+//!      awaited from a task, its waker unparking the task, and
+//!      [`spawn_future`], a task that drives one; with feature `tokio`,
+//!      `on_tokio()`, a future run on one shared tokio runtime while only
+//!      the calling task waits for it; [`spawn_blocking`], the blocking
+//!      pool, and one value handed over from another thread
+//!      (`from_thread`); [`signal`], Unix signals a task waits for.
+//!    - `runtime`, [`net`], [`process`], `hook`: [`Runtime`],
+//!      thread-per-core: one scheduler per worker thread, tasks never move
+//!      between threads; sockets, whose host names are looked up on the
+//!      blocking pool; child processes, their pipes on `io` and their exits
+//!      waited for by pausing the task; with feature `hook` (Linux), the C
+//!      library's blocking socket and sleep calls, which pause only the
+//!      calling task when made from one.
 //! 6. The public faces.
-//!    - [`diag`], `model`: tuning and diagnostics; with `--cfg loom` only,
-//!      the entry points of the model checks of the cross-thread protocols.
+//!    - [`diag`]: tuning and diagnostics: the task dump, the counters, the
+//!      stack and blocking pools, the slow-task warning, the trace.
 //!    - this root (`lib`): the everyday calls, and the public modules kept
 //!      in a folder of another name: [`raw`] and
-//!      [`task_local`](mod@task_local), from `task`.
+//!      [`task_local`](mod@task_local) from `task`, [`signal`] from
+//!      `interop`, and, with `--cfg loom` only, `model` (the entry points of
+//!      the model checks of the cross-thread protocols) from `runtime`.
+//!
+//! A folder is one rank, so what a piece uses, and what uses it, decides
+//! its folder. The deadline heap is the scheduler's, in `scheduler`, and
+//! not beside [`sleep`] in `time`: `sleep` pauses through the scheduler.
+//! The timeout scopes sit in `task`, beside the pause they narrow, since
+//! every pause goes through them, `sleep`'s too; so does the cooperative
+//! budget, which pauses once it is spent. The counters, dump requests,
+//! trace and slow-task watch are written by the scheduler's loop and live
+//! with it, while [`diag`], which asks every scheduler and waits for the
+//! answers, is a face at the top. The public modules whose folder has
+//! another name keep one path each, the root's: `raw` and `task_local` are
+//! made of `task`'s pauses and context; `signal` would be a second path in
+//! the public `process`; `model` reaches into the runtime's workers.
 //!
 //! # Platforms
 //!
@@ -182,34 +200,30 @@ mod stack;
 mod scheduler;
 mod task;
 // Layer 5: the blocking-style surface.
-mod blocking;
-mod bridge;
-mod handoff;
 #[cfg(feature = "hook")]
 pub mod hook;
+mod interop;
 pub mod io;
 pub mod net;
-#[cfg(feature = "tokio")]
-mod on_tokio;
 pub mod process;
 mod runtime;
-pub mod signal;
 pub mod sync;
 mod time;
 // Layer 6: the public faces.
 pub mod diag;
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod model;
 
 // Public modules kept in a folder of another name.
+pub use interop::signal;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use runtime::model_checks as model;
 pub use task::{raw, task_local};
 
-pub use blocking::{spawn_blocking, BlockingHandle};
-pub use bridge::{block_on, spawn_future};
-pub use handoff::RemoteJoinError;
+pub use interop::blocking::{spawn_blocking, BlockingHandle};
+pub use interop::from_thread::RemoteJoinError;
+pub use interop::future::{block_on, spawn_future};
 #[cfg(feature = "tokio")]
-pub use on_tokio::{on_tokio, tokio_handle, tokio_runtime};
+pub use interop::on_tokio::{on_tokio, tokio_handle, tokio_runtime};
 pub use protocol::TaskId;
 pub use runtime::{Runtime, RuntimeBuilder, SpawnHandle, WorkerHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};

@@ -55,17 +55,18 @@ const LAYERS: &[Layer] = &[
             // Pausing I/O registers with the scheduler and pauses through
             // `task`, like the timers beside it.
             &["time", "io"],
-            &["handoff", "bridge", "signal", "sync"],
-            // `on_tokio` waits for tokio's join handle through `bridge`.
-            &["blocking", "runtime", "on_tokio"],
-            // Name lookups and child exits wait on the blocking pool, as
-            // the intercepted `getaddrinfo` (feature `hook`) does.
-            &["net", "process", "hook"],
+            // The signal listener waits on `io`; the bridges park tasks
+            // and spawn them, as the channels do.
+            &["sync", "interop"],
+            // Workers hand results back, name lookups and child exits
+            // wait on the blocking pool, as the intercepted `getaddrinfo`
+            // (feature `hook`) does: all through `interop`.
+            &["runtime", "net", "process", "hook"],
         ],
     },
     Layer {
         name: "The public faces",
-        ranks: &[&["diag", "model"], &["lib"]],
+        ranks: &[&["diag"], &["lib"]],
     },
 ];
 

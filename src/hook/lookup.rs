@@ -59,7 +59,7 @@ pub(super) fn on_pool(
 ) -> Result<(c_int, *mut addrinfo), c_int> {
     let slot = Arc::new(Mutex::new(Slot::default()));
     let theirs = slot.clone();
-    let _detached = crate::blocking::spawn_blocking(move || {
+    let _detached = crate::interop::blocking::spawn_blocking(move || {
         // SAFETY: all-zero is a valid `addrinfo` (null pointers, zeroes).
         let mut h: addrinfo = unsafe { std::mem::zeroed() };
         if let Some(x) = hints {

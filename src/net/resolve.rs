@@ -182,7 +182,8 @@ pub(super) fn lookup_name(host: String, port: u16) -> io::Result<Vec<SocketAddr>
         return ask(resolver.as_deref(), &host, port);
     }
     let asked = host.clone();
-    let job = crate::blocking::spawn_blocking(move || ask(resolver.as_deref(), &host, port));
+    let job =
+        crate::interop::blocking::spawn_blocking(move || ask(resolver.as_deref(), &host, port));
     // The join parks the task; a timeout or a cancellation unwinds it from
     // there, dropping the handle, and the answer, when it comes, is dropped
     // with the pool's end of the handle.

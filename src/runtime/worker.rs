@@ -8,7 +8,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
 use std::thread;
 
-use crate::handoff::{Completer, RemoteJoinError};
+use crate::interop::from_thread::{Completer, RemoteJoinError};
 use crate::scheduler::port::ParkedOn;
 use crate::sys::threads::atomic::{AtomicUsize, Ordering};
 use crate::sys::threads::{Mutex, MutexGuard};
@@ -305,7 +305,7 @@ pub(crate) fn worker_turn(
         }
         // The clones kept here while parked tell the scheduler that a
         // wake-up from another thread is still possible, until this task
-        // has actually been woken (see `handoff`).
+        // has actually been woken (see `interop::from_thread`).
         st.waiter = Some(remote.clone());
         ps.idle.push((index, remote.clone()));
     }

@@ -51,7 +51,7 @@ use crate::scheduler::coroutine;
 /// - If `f` panics, the scoped tasks are cancelled and the panic goes on.
 /// - [`Scope::cancel_all`] cancels the scoped tasks on demand.
 /// - If the calling task is itself cancelled, or a
-///   [`timeout`](super::timeout()) around the scope expires, while the
+///   [`timeout`](crate::timeout()) around the scope expires, while the
 ///   scope is open, every scoped task is torn down before the calling
 ///   task's stack unwinds past the scope: no task outlives a borrow.
 ///
@@ -210,7 +210,7 @@ impl fmt::Debug for Scope<'_, '_> {
 impl<'scope> Scope<'scope, '_> {
     /// Spawns a task running `f`, which may borrow anything that outlives
     /// the scope. The task starts on a later turn of the loop, like
-    /// [`spawn`](super::spawn()).
+    /// [`spawn`](crate::spawn()).
     ///
     /// # Panics
     ///

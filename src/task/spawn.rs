@@ -51,7 +51,7 @@ impl<T> JoinSlot<T> {
     }
 }
 
-/// A task's panic, as a [`scope`](super::scope) sees it without knowing
+/// A task's panic, as a [`scope`](crate::scope) sees it without knowing
 /// the task's value type.
 pub(crate) trait UnjoinedPanic {
     /// Takes the panic payload if the task panicked and its handle has not
@@ -265,7 +265,7 @@ fn joined_itself(id: TaskId) -> ! {
 }
 
 impl<T> JoinHandle<T> {
-    /// The outcome slot, as a [`scope`](super::scope) sees it.
+    /// The outcome slot, as a [`scope`](crate::scope) sees it.
     pub(crate) fn unjoined_panic<'a>(&self) -> Rc<dyn UnjoinedPanic + 'a>
     where
         T: 'a,
@@ -473,12 +473,12 @@ impl Builder {
     }
 
     /// Like [`spawn`](Self::spawn), for a closure (and value) that may
-    /// borrow from the caller: the scoped tasks of [`scope`](super::scope).
+    /// borrow from the caller: the scoped tasks of [`scope`](crate::scope).
     ///
     /// # Safety
     ///
     /// The task must be over (ended, or cancelled and so torn down) before
-    /// anything `f` or its value borrows goes away. [`scope`](super::scope)
+    /// anything `f` or its value borrows goes away. [`scope`](crate::scope)
     /// makes sure of it by waiting for (or tearing down) every task it
     /// spawned before it returns or unwinds.
     pub(crate) unsafe fn spawn_unchecked<'a, F, T>(self, f: F) -> io::Result<JoinHandle<T>>

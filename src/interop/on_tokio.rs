@@ -47,7 +47,7 @@ use std::thread;
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::{AbortHandle, JoinError};
 
-use crate::handoff::{Handoff, RemoteJoinError};
+use super::from_thread::{Handoff, RemoteJoinError};
 use crate::scheduler::coroutine;
 
 /// The shared runtime, once built.
