@@ -58,8 +58,9 @@
 //!      [`raw::consume_budget`]); [`raw::park`]; [`spawn()`],
 //!      [`JoinHandle`], [`Builder`], [`run`]; [`scope()`], tasks that
 //!      borrow; [`join_all`], [`join_any`]; [`task_local!`] and
-//!      [`LocalKey`], one value per task; and [`raw`], these pauses as a
-//!      protocol for building your own primitives.
+//!      [`LocalKey`](task_local::LocalKey), one value per task; and
+//!      [`raw`], these pauses as a protocol for building your own
+//!      primitives.
 //! 5. The blocking-style surface.
 //!    - `time`, [`io`]: [`sleep`], [`yield_now`], [`interval`];
 //!      [`PausingIo`](io::PausingIo), the one way a task (or a future it
@@ -230,7 +231,6 @@ pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
 pub use task::join_many::{join_all, join_any, Joinable};
 pub use task::scope::{scope, Scope, ScopedJoinHandle};
 pub use task::spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
-pub use task::task_local::{AccessError, LocalKey};
 pub use task::timeout::{timeout, timeout_at, Elapsed};
 pub use time::{
     interval, interval_at, now, sleep, sleep_future, sleep_until, sleep_until_future, yield_now,
