@@ -8,7 +8,7 @@
 //! ```
 //!
 //! The trace is the text `YIELDLOOP_TRACE` or `yieldloop::diag::trace_to_file`
-//! writes (see `src/trace.rs` for its format). Each task's lane shows what
+//! writes (see `src/scheduler/trace.rs` for its format). Each task's lane shows what
 //! it was doing at each moment:
 //!
 //! - **running**: between `resume` and its next `yield` or `end`;

@@ -43,22 +43,22 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use crate::blocking::{
+pub use crate::interop::blocking::{
     blocking_pool_stats, set_blocking_idle_timeout, set_blocking_max_threads, BlockingPoolStats,
     DEFAULT_BLOCKING_IDLE_TIMEOUT, DEFAULT_BLOCKING_MAX_THREADS,
 };
-pub use crate::inspect::{
+pub use crate::scheduler::coroutine::DEFAULT_BUDGET;
+pub use crate::scheduler::port::{
     Backtrace, Dump, Frame, SchedulerDump, SchedulerMetrics, TaskDump, TaskState, WaitingOn,
 };
-pub use crate::slow_task::{set_slow_task_threshold, slow_task_threshold};
+pub use crate::scheduler::slow_task::{set_slow_task_threshold, slow_task_threshold};
+pub use crate::scheduler::trace::{trace_off, trace_to_file, trace_to_stderr};
 #[cfg(feature = "bench-hooks")]
 pub use crate::stack::bench_pool_cycle;
 pub use crate::stack::{guards_use_madvise, pool_stats, PoolStats};
-pub use crate::task::DEFAULT_BUDGET;
-pub use crate::trace::{trace_off, trace_to_file, trace_to_stderr};
 
-use crate::handoff::Handoff;
-use crate::inspect::{ports, Port};
+use crate::interop::from_thread::Handoff;
+use crate::scheduler::port::{ports, Port};
 
 /// How long [`dump`] waits for each scheduler to answer.
 pub const DUMP_TIMEOUT: Duration = Duration::from_secs(2);
@@ -106,13 +106,13 @@ pub fn dump_within(limit: Duration) -> Dump {
         })
         .collect();
     let deadline = start + limit;
-    let in_task = crate::spawn::current_id().is_some();
+    let in_task = crate::task::spawn::current_id().is_some();
     let schedulers = asked
         .into_iter()
         .map(|(port, slot)| {
             let answer = if in_task {
                 let left = deadline.saturating_duration_since(Instant::now());
-                crate::timeout::timeout(left, || slot.wait()).ok()
+                crate::task::timeout::timeout(left, || slot.wait()).ok()
             } else {
                 slot.wait_blocking_until(Some(deadline))
             };

@@ -18,66 +18,90 @@
 //! The modules stand in layers, and within a layer in ranks, lowest first:
 //! each module uses only modules of a lower rank. A test,
 //! `tests/layering.rs`, holds the code to this list and this list to the
-//! ranks it enforces.
+//! ranks it enforces. Each entry of `src/` is one module of the list (a
+//! folder, or a file where one file is the whole module), so the tree
+//! reads as the list does.
 //!
 //! 1. The platform.
 //!    - `sys`: everything that differs between Linux and the other
 //!      systems, chosen once: the precise timer, pidfds, guard pages, the
 //!      cheapest clock, CPU pinning, `SO_REUSEPORT`; with the `portable`
-//!      feature, Linux takes the other systems' paths.
+//!      feature, Linux takes the other systems' paths. Chosen once as
+//!      well, the types threads share (`threads`): std's, or the `loom`
+//!      model checker's under `--cfg loom`.
 //! 2. Plain data.
-//!    - `protocol`, `failure`, `shared`: the ids ([`TaskId`], wait tokens,
+//!    - `protocol`: the ids ([`TaskId`], wait tokens,
 //!      [`IoId`](raw::IoId), scheduler ids, [`ParkToken`](raw::ParkToken))
 //!      and the protocol, [`Op`](raw::Op) and [`Resume`](raw::Resume); why
-//!      a task produced no value; the types threads share (std's, or the
-//!      `loom` model checker's under `--cfg loom`).
+//!      a task, or work on another thread, produced no value
+//!      (`join_failure`).
 //! 3. Mechanisms.
-//!    - `observe`, `inspect`: with feature `tracing`, the spans and events
-//!      a `tracing` subscriber is told; each scheduler's counters and the
-//!      requests for a task dump, shared with every thread, and the dump's
-//!      types.
-//!    - `timer`, `reactor`, `stack`, `trace`, `slow_task`: the deadline
-//!      heap; `mio::Poll`, the registered sources, the accepts it performs,
-//!      wake-ups from other threads, the precise timer where `sys` has one; the
-//!      pool of guarded stacks and the report of an overflow; the scheduler
-//!      trace; the warning about tasks that hold the thread too long.
+//!    - `reactor`, `stack`: `mio::Poll`, the registered sources, the
+//!      accepts it performs, wake-ups from other threads, the precise timer
+//!      where `sys` has one; the pool of guarded stacks and the report of an
+//!      overflow.
 //! 4. Tasks and their scheduler.
-//!    - `task`: a task's coroutine and context at the top of its stack, and
-//!      the thread-local of the running task.
-//!    - `scheduler`: the task table, filing each `Op`, and the loop.
+//!    - `scheduler`: a task's coroutine and context at the top of its
+//!      stack, and the thread-local of the running task (`coroutine`); the
+//!      deadline heap and the runtime's clock (`timers`); the task table,
+//!      filing each `Op`, and the loop; and what shows them at work: each
+//!      scheduler's counters and the requests for a task dump, shared with
+//!      every thread, and the dump's types (`port`); with feature
+//!      `tracing`, the spans and events a `tracing` subscriber is told
+//!      (`tracing_events`); the scheduler trace; the warning about tasks
+//!      that hold the thread too long (`slow_task`).
+//!    - `task`: what a task does on it: [`raw::suspend`], the one way a
+//!      task pauses, each pause narrowed to the enclosing [`timeout()`] or
+//!      [`timeout_at`] scope and charged to the cooperative budget (an
+//!      operation that may pause but goes ahead at once spends a unit of
+//!      it; once it is spent the task lets the others run first,
+//!      [`raw::consume_budget`]); [`raw::park`]; [`spawn()`],
+//!      [`JoinHandle`], [`Builder`], [`run`]; [`scope()`], tasks that
+//!      borrow; [`join_all`], [`join_any`]; [`task_local!`] and
+//!      [`LocalKey`](task_local::LocalKey), one value per task; and
+//!      [`raw`], these pauses as a protocol for building your own
+//!      primitives.
 //! 5. The blocking-style surface.
-//!    - `timeout`, [`task_local`](mod@task_local): [`timeout()`] and
-//!      [`timeout_at`], the scopes each pause is narrowed to;
-//!      [`task_local!`] and [`LocalKey`], one value per task.
-//!    - `suspend`: [`raw::suspend`], the one way a task pauses.
-//!    - `coop`: the cooperative budget: an operation that may pause but
-//!      goes ahead at once spends a unit of it, and once it is spent the
-//!      task lets the others run first ([`raw::consume_budget`]).
-//!    - `time`, `park`, `spawn`, [`io`]: [`sleep`], [`yield_now`];
-//!      [`raw::park`]; [`spawn()`], [`JoinHandle`], [`Builder`], [`run`];
+//!    - `time`, [`io`]: [`sleep`], [`yield_now`], [`interval`];
 //!      [`PausingIo`](io::PausingIo), the one way a task (or a future it
 //!      polls) waits for a descriptor: a socket, a pipe, a pidfd, the
 //!      signal listener's self-pipe, or any descriptor of your own.
-//!    - `scope`, `handoff`, `bridge`, [`signal`], [`sync`]: [`scope()`],
-//!      tasks that borrow; results handed across threads; [`block_on`], a
-//!      `Future` awaited from a task, its waker unparking the task, and
-//!      [`spawn_future`], a task that drives one; Unix signals a task
-//!      waits for; channels, locks and `select`.
-//!    - `gather`, `blocking`, `runtime`, `on_tokio`: [`join_all`], [`join_any`];
-//!      [`spawn_blocking`], the blocking pool; [`Runtime`], thread-per-core:
-//!      one scheduler per worker thread, tasks never move between threads;
-//!      with feature `tokio`, `on_tokio()`: a future run on one shared
-//!      tokio runtime while only the calling task waits for it.
-//!    - [`net`], [`process`], `hook`: sockets, whose host names are looked up on
-//!      the blocking pool; child processes, their pipes on `io` and their
-//!      exits waited for by pausing the task; with feature `hook` (Linux),
-//!      the C library's blocking socket and sleep calls, which pause only
-//!      the calling task when made from one.
+//!    - [`sync`], `interop`: channels, locks and `select`; the bridges
+//!      between tasks and the worlds around them: [`block_on`], a `Future`
+//!      awaited from a task, its waker unparking the task, and
+//!      [`spawn_future`], a task that drives one; with feature `tokio`,
+//!      `on_tokio()`, a future run on one shared tokio runtime while only
+//!      the calling task waits for it; [`spawn_blocking`], the blocking
+//!      pool, and one value handed over from another thread
+//!      (`from_thread`); [`signal`], Unix signals a task waits for.
+//!    - `runtime`, [`net`], [`process`], `hook`: [`Runtime`],
+//!      thread-per-core: one scheduler per worker thread, tasks never move
+//!      between threads; sockets, whose host names are looked up on the
+//!      blocking pool; child processes, their pipes on `io` and their exits
+//!      waited for by pausing the task; with feature `hook` (Linux), the C
+//!      library's blocking socket and sleep calls, which pause only the
+//!      calling task when made from one.
 //! 6. The public faces.
-//!    - [`raw`], [`diag`], `model`: the protocol for building your own
-//!      primitives; tuning and diagnostics; with `--cfg loom` only, the
-//!      entry points of the model checks of the cross-thread protocols.
-//!    - this root (`lib`): the everyday calls.
+//!    - [`diag`]: tuning and diagnostics: the task dump, the counters, the
+//!      stack and blocking pools, the slow-task warning, the trace.
+//!    - this root (`lib`): the everyday calls, and the public modules kept
+//!      in a folder of another name: [`raw`] and
+//!      [`task_local`](mod@task_local) from `task`, [`signal`] from
+//!      `interop`, and, with `--cfg loom` only, `model` (the entry points of
+//!      the model checks of the cross-thread protocols) from `runtime`.
+//!
+//! A folder is one rank, so what a piece uses, and what uses it, decides
+//! its folder. The deadline heap is the scheduler's, in `scheduler`, and
+//! not beside [`sleep`] in `time`: `sleep` pauses through the scheduler.
+//! The timeout scopes sit in `task`, beside the pause they narrow, since
+//! every pause goes through them, `sleep`'s too; so does the cooperative
+//! budget, which pauses once it is spent. The counters, dump requests,
+//! trace and slow-task watch are written by the scheduler's loop and live
+//! with it, while [`diag`], which asks every scheduler and waits for the
+//! answers, is a face at the top. The public modules whose folder has
+//! another name keep one path each, the root's: `raw` and `task_local` are
+//! made of `task`'s pauses and context; `signal` would be a second path in
+//! the public `process`; `model` reaches into the runtime's workers.
 //!
 //! # Platforms
 //!
@@ -169,68 +193,49 @@ compile_error!(
 // Layer 1: the platform.
 mod sys;
 // Layer 2: plain data.
-mod failure;
 mod protocol;
-#[allow(unused_imports)]
-mod shared;
 // Layer 3: mechanisms.
-mod inspect;
-mod observe;
 mod reactor;
-mod slow_task;
 mod stack;
-mod timer;
-mod trace;
 // Layer 4: tasks and their scheduler.
 mod scheduler;
 mod task;
 // Layer 5: the blocking-style surface.
-mod blocking;
-mod bridge;
-mod coop;
-mod gather;
-mod handoff;
 #[cfg(feature = "hook")]
 pub mod hook;
+mod interop;
 pub mod io;
 pub mod net;
-#[cfg(feature = "tokio")]
-mod on_tokio;
-mod park;
 pub mod process;
 mod runtime;
-mod scope;
-pub mod signal;
-mod spawn;
-mod suspend;
 pub mod sync;
-pub mod task_local;
 mod time;
-mod timeout;
 // Layer 6: the public faces.
 pub mod diag;
+
+// Public modules kept in a folder of another name.
+pub use interop::signal;
 #[cfg(loom)]
 #[doc(hidden)]
-pub mod model;
-pub mod raw;
+pub use runtime::model_checks as model;
+pub use task::{raw, task_local};
 
-pub use blocking::{spawn_blocking, BlockingHandle};
-pub use bridge::{block_on, spawn_future};
-pub use gather::{join_all, join_any, Joinable};
-pub use handoff::RemoteJoinError;
+pub use interop::blocking::{spawn_blocking, BlockingHandle};
+pub use interop::from_thread::RemoteJoinError;
+pub use interop::future::{block_on, spawn_future};
 #[cfg(feature = "tokio")]
-pub use on_tokio::{on_tokio, tokio_handle, tokio_runtime};
+pub use interop::on_tokio::{on_tokio, tokio_handle, tokio_runtime};
 pub use protocol::TaskId;
 pub use runtime::{Runtime, RuntimeBuilder, SpawnHandle, WorkerHandle};
-pub use scope::{scope, Scope, ScopedJoinHandle};
-pub use spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
 pub use stack::{DEFAULT_STACK_SIZE, MIN_STACK_SIZE};
-pub use task_local::{AccessError, LocalKey};
+pub use task::join_many::{join_all, join_any, Joinable};
+pub use task::scope::{scope, Scope, ScopedJoinHandle};
+pub use task::spawn::{current_id, spawn, Builder, JoinError, JoinHandle};
+pub use task::timeout::{timeout, timeout_at, Elapsed};
 pub use time::{
     interval, interval_at, now, sleep, sleep_future, sleep_until, sleep_until_future, yield_now,
     Interval, MissedTickBehavior, Sleep,
 };
-pub use timeout::{timeout, timeout_at, Elapsed};
 
 /// Runs `f` as the main task of a new scheduler on this thread, drives the
 /// loop until `f` returns, and returns its value, like Python's
@@ -297,7 +302,7 @@ where
     F: FnOnce() -> T + 'a,
     T: 'a,
 {
-    spawn::run(f)
+    task::spawn::run(f)
 }
 
 /// Like [`run`], on a paused clock: time stands still while tasks run and
@@ -362,7 +367,7 @@ where
     F: FnOnce() -> T + 'a,
     T: 'a,
 {
-    spawn::run_clocked(true, f)
+    task::spawn::run_clocked(true, f)
 }
 
 #[cfg(doctest)]

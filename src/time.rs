@@ -9,9 +9,9 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::protocol::{Op, Resume, SchedulerId, WaitToken};
+pub(crate) use crate::scheduler::timers::deadline_after;
 use crate::scheduler::try_with_scheduler;
-use crate::suspend::suspend;
-pub(crate) use crate::timer::deadline_after;
+use crate::task::suspend::suspend;
 
 /// The time as this thread's scheduler sees it: the real monotonic time,
 /// or under a paused clock ([`run_paused`](crate::run_paused),
@@ -32,7 +32,7 @@ pub(crate) use crate::timer::deadline_after;
 /// });
 /// ```
 pub fn now() -> Instant {
-    crate::timer::now()
+    crate::scheduler::timers::now()
 }
 
 /// Pauses the calling task for at least `duration`; other tasks run
@@ -99,7 +99,7 @@ pub fn sleep_until(deadline: Instant) {
 /// ```
 #[inline]
 pub fn yield_now() {
-    match crate::suspend::suspend_yield() {
+    match crate::task::suspend::suspend_yield() {
         // The usual answer, which needs no drop (spares a call per yield).
         Resume::Ready => {}
         other => drop(other),
@@ -176,7 +176,7 @@ impl Sleep {
 
     /// True once the deadline has passed.
     pub fn is_elapsed(&self) -> bool {
-        crate::timer::now() >= self.deadline
+        crate::scheduler::timers::now() >= self.deadline
     }
 
     /// Moves the deadline to `deadline`, earlier or later; the timer of the
@@ -204,7 +204,7 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        if crate::timer::now() >= this.deadline {
+        if crate::scheduler::timers::now() >= this.deadline {
             this.disarm();
             return Poll::Ready(());
         }
@@ -298,7 +298,7 @@ const MISSED_AFTER: Duration = Duration::from_millis(5);
 /// });
 /// ```
 pub fn interval(period: Duration) -> Interval {
-    interval_at(crate::timer::now(), period)
+    interval_at(crate::scheduler::timers::now(), period)
 }
 
 /// Ticks every `period`, the first one at `start`.
@@ -352,10 +352,10 @@ impl Interval {
     /// When called outside a task.
     pub fn tick(&mut self) -> Instant {
         let due = self.due;
-        if crate::timer::now() < due {
+        if crate::scheduler::timers::now() < due {
             sleep_until(due);
         }
-        let now = crate::timer::now();
+        let now = crate::scheduler::timers::now();
         self.due = if now > due + MISSED_AFTER {
             self.missed.next(due, now, self.period)
         } else {
@@ -366,7 +366,7 @@ impl Interval {
 
     /// Makes the next tick due a full period from now.
     pub fn reset(&mut self) {
-        self.due = crate::timer::now() + self.period;
+        self.due = crate::scheduler::timers::now() + self.period;
     }
 
     /// Sets what happens to ticks missed from now on.

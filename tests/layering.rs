@@ -29,46 +29,44 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         name: "Plain data",
-        ranks: &[&["protocol", "failure", "shared"]],
+        ranks: &[&["protocol"]],
     },
     Layer {
         name: "Mechanisms",
-        ranks: &[
-            // What a `tracing` subscriber is told, which the slow-task
-            // watch reports through; the counters and dump requests each
-            // scheduler shares.
-            &["observe", "inspect"],
-            &["timer", "reactor", "stack", "trace", "slow_task"],
-        ],
+        ranks: &[&["reactor", "stack"]],
     },
     Layer {
         name: "Tasks and their scheduler",
-        ranks: &[&["task"], &["scheduler"]],
+        ranks: &[
+            // The scheduler holds what it runs and keeps (the tasks'
+            // memory, the deadline heap) and what reports on it (the
+            // counters and dump requests, the trace, the slow-task watch)
+            // in files of its own.
+            &["scheduler"],
+            // What a task does on it: pause (narrowed to a timeout scope,
+            // charged to the budget), park, spawn and join, scopes,
+            // task-locals, and `raw`, the pauses as a public protocol.
+            &["task"],
+        ],
     },
     Layer {
         name: "The blocking-style surface",
         ranks: &[
-            // Timeout scopes, which `suspend` narrows each pause to.
-            &["timeout", "task_local"],
-            &["suspend"],
-            // The cooperative budget, which an operation that goes ahead
-            // without pausing spends, and pauses through `suspend` when
-            // it is spent.
-            &["coop"],
             // Pausing I/O registers with the scheduler and pauses through
-            // `suspend`, like the timers and parking beside it.
-            &["time", "park", "spawn", "io"],
-            &["scope", "handoff", "bridge", "signal", "sync"],
-            // `on_tokio` waits for tokio's join handle through `bridge`.
-            &["gather", "blocking", "runtime", "on_tokio"],
-            // Name lookups and child exits wait on the blocking pool, as
-            // the intercepted `getaddrinfo` (feature `hook`) does.
-            &["net", "process", "hook"],
+            // `task`, like the timers beside it.
+            &["time", "io"],
+            // The signal listener waits on `io`; the bridges park tasks
+            // and spawn them, as the channels do.
+            &["sync", "interop"],
+            // Workers hand results back, name lookups and child exits
+            // wait on the blocking pool, as the intercepted `getaddrinfo`
+            // (feature `hook`) does: all through `interop`.
+            &["runtime", "net", "process", "hook"],
         ],
     },
     Layer {
         name: "The public faces",
-        ranks: &[&["raw", "diag", "model"], &["lib"]],
+        ranks: &[&["diag"], &["lib"]],
     },
 ];
 
@@ -493,12 +491,77 @@ fn other_crates() -> Vec<(PathBuf, &'static [&'static str])> {
     roots
 }
 
+/// The paths each `use` of `code` names (groups expanded, as written),
+/// each with the name it takes: its last segment, or for the last path of
+/// a `use` the alias after `as`.
+fn use_paths(code: &str) -> Vec<(Vec<String>, String)> {
+    let toks = tokens(code);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        if toks[i].text != "use" {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 2;
+        let mut paths = Vec::new();
+        let first = toks.get(i + 1).map(|t| t.text.clone()).unwrap_or_default();
+        read_tree(&toks, &mut j, vec![first], &mut paths);
+        // The alias of the last path, if any, stands for its name.
+        let alias = (toks.get(j).map(|t| t.text.as_str()) == Some("as"))
+            .then(|| toks.get(j + 1).map(|t| t.text.clone()))
+            .flatten();
+        let n = paths.len();
+        for (k, p) in paths.into_iter().enumerate() {
+            let name = match &alias {
+                Some(a) if k == n - 1 => a.clone(),
+                _ => p.last().cloned().unwrap_or_default(),
+            };
+            out.push((p, name));
+        }
+        i = j;
+    }
+    out
+}
+
+/// The modules the crate root re-exports whole, each under a name of the
+/// root (`pub use task::{raw, task_local};`, `pub use a::b as c;`): that
+/// name and the module's path. A path through such a name names the
+/// module itself, not an item of the root.
+fn root_module_names(sources: &[Source]) -> BTreeMap<String, Vec<String>> {
+    let modules: BTreeSet<&[String]> = sources.iter().map(|s| s.module.as_slice()).collect();
+    let mut out = BTreeMap::new();
+    for root in sources.iter().filter(|s| s.module.is_empty()) {
+        for (p, name) in use_paths(&root.code) {
+            let p: Vec<String> = p
+                .into_iter()
+                .skip_while(|x| x == "crate" || x == "self")
+                .collect();
+            if p.len() >= 2 && modules.contains(p.as_slice()) {
+                out.insert(name, p);
+            }
+        }
+    }
+    out
+}
+
+/// `target` with a module named through the root (see
+/// [`root_module_names`]) spelled out: `task_local::LocalKey` becomes
+/// `task::task_local::LocalKey`.
+fn through_root_names(target: &[String], names: &BTreeMap<String, Vec<String>>) -> Vec<String> {
+    match target.first().and_then(|f| names.get(f)) {
+        Some(module) => module.iter().chain(&target[1..]).cloned().collect(),
+        None => target.to_vec(),
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The checks.
 
 /// The paths in `sources` that point to a top-level module of the same
 /// rank or above, or go through the crate root's re-exports.
 fn upward_uses(sources: &[Source], ranks: &BTreeMap<&str, usize>) -> Vec<String> {
+    let names = root_module_names(sources);
     let mut wrong = Vec::new();
     for s in sources {
         let own_name = s.module.first().map_or("lib", String::as_str);
@@ -514,7 +577,8 @@ fn upward_uses(sources: &[Source], ranks: &BTreeMap<&str, usize>) -> Vec<String>
             continue;
         }
         for u in uses(&s.module, &s.code) {
-            let Some(top) = u.target.first() else {
+            let target = through_root_names(&u.target, &names);
+            let Some(top) = target.first() else {
                 wrong.push(format!(
                     "{}:{}: `{}` names the crate root",
                     s.rel.display(),
@@ -558,38 +622,16 @@ fn reexports(
 ) -> BTreeMap<Vec<String>, BTreeMap<String, String>> {
     let mut out: BTreeMap<Vec<String>, BTreeMap<String, String>> = BTreeMap::new();
     for s in sources.iter().filter(|s| s.rel.ends_with("mod.rs")) {
-        let toks = tokens(&s.code);
-        let mut i = 0;
-        while i < toks.len() {
-            if toks[i].text != "use" {
-                i += 1;
-                continue;
+        for (p, name) in use_paths(&s.code) {
+            let p: Vec<String> = p.into_iter().skip_while(|x| x == "self").collect();
+            let from_child = children
+                .get(&s.module)
+                .is_some_and(|k| p.first().is_some_and(|f| k.contains(f)));
+            if from_child && p.len() >= 2 && p.last().is_some_and(|l| l != "*") {
+                out.entry(s.module.clone())
+                    .or_default()
+                    .insert(name, p[0].clone());
             }
-            let mut j = i + 2;
-            let mut paths = Vec::new();
-            let first = toks.get(i + 1).map(|t| t.text.clone()).unwrap_or_default();
-            read_tree(&toks, &mut j, vec![first], &mut paths);
-            // The alias of the last path, if any, stands for its name.
-            let alias = (toks.get(j).map(|t| t.text.as_str()) == Some("as"))
-                .then(|| toks.get(j + 1).map(|t| t.text.clone()))
-                .flatten();
-            let n = paths.len();
-            for (k, p) in paths.into_iter().enumerate() {
-                let p: Vec<String> = p.into_iter().skip_while(|x| x == "self").collect();
-                let from_child = children
-                    .get(&s.module)
-                    .is_some_and(|k| p.first().is_some_and(|f| k.contains(f)));
-                if from_child && p.len() >= 2 && p.last().is_some_and(|l| l != "*") {
-                    let name = match &alias {
-                        Some(a) if k == n - 1 => a.clone(),
-                        _ => p.last().unwrap().clone(),
-                    };
-                    out.entry(s.module.clone())
-                        .or_default()
-                        .insert(name, p[0].clone());
-                }
-            }
-            i = j;
         }
     }
     out
@@ -609,13 +651,15 @@ fn folder_graphs(sources: &[Source], root_too: bool) -> FolderGraphs {
         }
     }
     let reexported = reexports(sources, &children);
+    let names = root_module_names(sources);
     let mut graphs = FolderGraphs::new();
     for s in sources {
         for u in uses(&s.module, &s.code) {
+            let target = through_root_names(&u.target, &names);
             let common = s
                 .module
                 .iter()
-                .zip(&u.target)
+                .zip(&target)
                 .take_while(|(a, b)| a == b)
                 .count();
             // Between top-level modules the ranks rule, unless `root_too`
@@ -623,12 +667,12 @@ fn folder_graphs(sources: &[Source], root_too: bool) -> FolderGraphs {
             // (or, from a folder's `mod.rs`, into the folder) is no edge; a
             // subfolder's `mod.rs` speaks for the subfolder, one node of
             // the folder above.
-            if (common == 0 && !root_too) || common >= s.module.len() || common >= u.target.len() {
+            if (common == 0 && !root_too) || common >= s.module.len() || common >= target.len() {
                 continue;
             }
             let folder = s.module[..common].to_vec();
             let from = s.module[common].clone();
-            let named = &u.target[common];
+            let named = &target[common];
             let kids = children.get(&folder);
             let to = if kids.is_some_and(|k| k.contains(named)) {
                 named.clone()
@@ -841,6 +885,16 @@ fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
+/// A source file of the checker's own tests: its path under `src` and its
+/// code.
+fn file(rel: &str, code: &str) -> Source {
+    Source {
+        rel: PathBuf::from(rel),
+        module: module_path(Path::new(rel)),
+        code: strip(code),
+    }
+}
+
 /// Comments and literals are blanked, lines kept.
 #[test]
 fn the_checker_skips_comments_and_literals() {
@@ -917,38 +971,71 @@ fn the_checker_resolves_relative_paths() {
 #[test]
 fn the_checker_reports_upward_paths() {
     let ranks = ranks();
-    let file = |rel: &str, code: &str| Source {
-        rel: PathBuf::from(rel),
-        module: module_path(Path::new(rel)),
-        code: strip(code),
-    };
     let wrong = upward_uses(
         &[
-            file("timer.rs", "use super::scheduler::X;"),
-            file("stack/pool.rs", "use super::super::net::TcpStream;"),
+            file("time.rs", "use super::sync::X;"),
+            file("stack/pool.rs", "use super::super::scheduler::Scheduler;"),
             file(
                 "reactor/mod.rs",
                 "use self::accept::A; use super::protocol::Op;",
             ),
-            file("time.rs", "use crate::spawn_blocking;"),
+            file("sys/mod.rs", "use crate::spawn_blocking;"),
         ],
         &ranks,
     );
     assert_eq!(wrong.len(), 3, "{wrong:#?}");
-    assert!(wrong[0].starts_with("timer.rs:1: `timer` (rank 3) uses `scheduler`"));
-    assert!(wrong[1].contains("`stack` (rank 3) uses `net`"));
+    assert!(
+        wrong[0].starts_with("time.rs:1: `time` (rank "),
+        "{}",
+        wrong[0]
+    );
+    assert!(wrong[0].contains(") uses `sync`"), "{}", wrong[0]);
+    assert!(
+        wrong[1].contains("`stack` (rank 2) uses `scheduler`"),
+        "{}",
+        wrong[1]
+    );
     assert!(wrong[2].contains("goes through the crate root"));
+}
+
+/// A module the root re-exports whole (`pub use task::task_local;`) is
+/// that module wherever a path names it through the root: its own files
+/// may say `$crate::task_local` (as a macro must), a sibling that does so
+/// imports it, and a module below it that does so is caught.
+#[test]
+fn the_checker_follows_modules_the_root_re_exports() {
+    let sources = [
+        file(
+            "lib.rs",
+            "mod sys; mod task; pub use task::{raw, task_local}; pub use task::spawn::spawn;",
+        ),
+        file(
+            "task/mod.rs",
+            "pub mod raw; pub mod spawn; pub mod task_local;",
+        ),
+        file(
+            "task/task_local.rs",
+            "macro_rules! key { () => { $crate::task_local::LocalKey::new() } }",
+        ),
+        file("task/raw.rs", "pub use super::spawn::spawn;"),
+        file("task/spawn.rs", "use crate::task_local::Inherited;"),
+        file("sys/mod.rs", "use crate::raw::Op;"),
+    ];
+    let wrong = upward_uses(&sources, &ranks());
+    assert_eq!(wrong.len(), 1, "{wrong:#?}");
+    assert!(
+        wrong[0].starts_with("sys/mod.rs:1: `sys` (rank 0) uses `task`"),
+        "{}",
+        wrong[0]
+    );
+    let graphs = folder_graphs(&sources, false);
+    assert!(graphs[&strings(&["task"])]["spawn"].contains_key("task_local"));
 }
 
 /// Cycles between a folder's files are found, also through the folder's
 /// re-exports, and straight lines are not cycles.
 #[test]
 fn the_checker_finds_folder_cycles() {
-    let file = |rel: &str, code: &str| Source {
-        rel: PathBuf::from(rel),
-        module: module_path(Path::new(rel)),
-        code: strip(code),
-    };
     let graphs = folder_graphs(
         &[
             file("net/mod.rs", "mod a; mod b; mod c; pub use c::Thing;"),

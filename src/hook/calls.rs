@@ -763,7 +763,7 @@ pub(super) unsafe fn poll(
     if pause::cancelled() {
         return fail(CANCELLED);
     }
-    let deadline = timeout.and_then(|t| crate::timer::now().checked_add(t));
+    let deadline = timeout.and_then(|t| crate::scheduler::timers::now().checked_add(t));
     let given: &[libc::pollfd] = if fds.is_null() || n == 0 {
         // A poll of nothing (a sleep) may pass a null array.
         &[]
@@ -816,11 +816,11 @@ pub(super) fn wait_any(watched: &[(c_int, bool, bool)], deadline: Option<Instant
             None => pause::pause(None, false, |d| {
                 // Nothing can ever end it but a timeout scope or a
                 // cancellation; a park nobody unparks waits for those.
-                crate::protocol::Op::Park(crate::park::park_token(), d)
+                crate::protocol::Op::Park(crate::task::park::park_token(), d)
             }),
         };
     }
-    let token = crate::park::park_token();
+    let token = crate::task::park::park_token();
     for &(fd, read, write) in watched {
         let io = match fds::registration(fd) {
             Ok(io) => io,
@@ -846,10 +846,10 @@ pub(super) fn wait_any(watched: &[(c_int, bool, bool)], deadline: Option<Instant
 /// deadline or a cancellation returns as if it had slept its full time.
 /// The scope's expiry is recorded, and the task's next own pause unwinds.
 pub(super) fn sleep(d: Duration) {
-    let Some(at) = crate::timer::now().checked_add(d) else {
+    let Some(at) = crate::scheduler::timers::now().checked_add(d) else {
         // Longer than the clock can count: forever.
         let _ = pause::pause(None, false, |dl| {
-            crate::protocol::Op::Park(crate::park::park_token(), dl)
+            crate::protocol::Op::Park(crate::task::park::park_token(), dl)
         });
         return;
     };
@@ -867,7 +867,7 @@ pub(super) fn sleep(d: Duration) {
         }) {
             // `Wait` is answered once its deadline is reached.
             Woke::Ready | Woke::TimedOut => {
-                if crate::timer::now() >= at {
+                if crate::scheduler::timers::now() >= at {
                     return;
                 }
             }

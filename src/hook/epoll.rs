@@ -149,7 +149,7 @@ pub(super) unsafe fn wait(
     if r != 0 {
         return r;
     }
-    let deadline = timeout.and_then(|t| crate::timer::now().checked_add(t));
+    let deadline = timeout.and_then(|t| crate::scheduler::timers::now().checked_add(t));
     // A loop that waits again after a wait was cut short (any event loop
     // does, on `EINTR`) must neither spin nor fail: from a cancelled task,
     // or once the timeout scope has passed, the wait is not cut short

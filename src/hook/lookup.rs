@@ -10,8 +10,8 @@ use libc::{addrinfo, c_int};
 
 use super::pause::{self, Woke};
 use super::real;
-use crate::park::{park_token, RemoteUnparker};
 use crate::protocol::Op;
+use crate::task::park::{park_token, RemoteUnparker};
 
 /// The fields of the caller's `hints` that a lookup reads, copied: the
 /// lookup may outlive the call (when the task is cancelled meanwhile).
@@ -59,7 +59,7 @@ pub(super) fn on_pool(
 ) -> Result<(c_int, *mut addrinfo), c_int> {
     let slot = Arc::new(Mutex::new(Slot::default()));
     let theirs = slot.clone();
-    let _detached = crate::blocking::spawn_blocking(move || {
+    let _detached = crate::interop::blocking::spawn_blocking(move || {
         // SAFETY: all-zero is a valid `addrinfo` (null pointers, zeroes).
         let mut h: addrinfo = unsafe { std::mem::zeroed() };
         if let Some(x) = hints {

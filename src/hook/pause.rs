@@ -15,7 +15,7 @@ use libc::c_int;
 
 use super::fds;
 use crate::protocol::{Op, Resume};
-use crate::task::{self, TaskContext};
+use crate::scheduler::coroutine::{self, TaskContext};
 
 /// The error number of an intercepted call made by a task that is being
 /// cancelled (or torn down with its scheduler): `ECANCELED`.
@@ -73,7 +73,9 @@ pub(super) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
 /// without pausing, so that case stays with the hook even then.
 #[inline(always)]
 pub(super) fn in_task() -> bool {
-    task::hook_applies() && !super::fork::forked() && (!std::thread::panicking() || cancelled())
+    coroutine::hook_applies()
+        && !super::fork::forked()
+        && (!std::thread::panicking() || cancelled())
 }
 
 /// Spends a unit of the task's budget for an intercepted call that may
@@ -100,7 +102,7 @@ pub(super) fn proceed_on(fd: c_int) -> bool {
 /// says so.
 #[inline]
 fn proceed_unless(no_pause: impl FnOnce() -> bool) -> bool {
-    task::with_running(|cx| match cx {
+    coroutine::with_running(|cx| match cx {
         Some(cx) if cx.spend_budget() => {
             if no_pause() {
                 return true;
@@ -115,9 +117,9 @@ fn proceed_unless(no_pause: impl FnOnce() -> bool) -> bool {
 /// True when the running task's earliest timeout scope has passed: the
 /// calls inside it fail at once.
 pub(super) fn scope_expired() -> bool {
-    task::with_running(|cx| {
+    coroutine::with_running(|cx| {
         cx.and_then(TaskContext::timeout_scope)
-            .is_some_and(|s| crate::timer::now() >= s.deadline)
+            .is_some_and(|s| crate::scheduler::timers::now() >= s.deadline)
     })
 }
 
@@ -126,11 +128,11 @@ pub(super) fn scope_expired() -> bool {
 /// wakes the task early, to pause again) nor a timeout scope cuts it
 /// short. For a task whose calls would otherwise all fail at once.
 pub(super) fn sleep_regardless(at: Instant) {
-    task::with_running(|cx| {
+    coroutine::with_running(|cx| {
         let Some(cx) = cx else {
             return;
         };
-        while crate::timer::now() < at {
+        while crate::scheduler::timers::now() < at {
             let _ = cx.pause_foreign(Op::Wait(at));
         }
     });
@@ -146,15 +148,15 @@ pub(super) fn sleep_regardless(at: Instant) {
 pub(super) fn wait_fd_regardless(fd: c_int, deadline: Option<Instant>) -> Woke {
     let Ok(io) = fds::registration(fd) else {
         // Not watchable: look again shortly, as `retry_soon` does.
-        let soon = crate::timer::now() + Duration::from_millis(1);
+        let soon = crate::scheduler::timers::now() + Duration::from_millis(1);
         sleep_regardless(deadline.map_or(soon, |d| d.min(soon)));
         // A deadline `<= now` is due.
         return match deadline {
-            Some(d) if crate::timer::now() >= d => Woke::TimedOut,
+            Some(d) if crate::scheduler::timers::now() >= d => Woke::TimedOut,
             _ => Woke::Ready,
         };
     };
-    task::with_running(|cx| {
+    coroutine::with_running(|cx| {
         let Some(cx) = cx else {
             return Woke::Failed(libc::EPERM);
         };
@@ -188,7 +190,7 @@ pub(super) enum Woke {
 /// fails every later one at once.
 #[inline]
 pub(super) fn cancelled() -> bool {
-    task::with_running(|cx| cx.is_some_and(TaskContext::foreign_cancelled))
+    coroutine::with_running(|cx| cx.is_some_and(TaskContext::foreign_cancelled))
 }
 
 /// Pauses the running task with the op `make` builds from the deadline to
@@ -200,7 +202,7 @@ pub(super) fn pause(
     sleep: bool,
     make: impl FnOnce(Option<Instant>) -> Op,
 ) -> Woke {
-    task::with_running(|cx| {
+    coroutine::with_running(|cx| {
         let Some(cx) = cx else {
             return Woke::Failed(libc::EPERM);
         };
@@ -222,7 +224,7 @@ pub(super) fn pause(
         // expired already ends every call inside it at once, and a library
         // that retries on the error would spin, holding the thread: each
         // such call lets the other tasks run first.
-        if deadline.is_some_and(|d| crate::timer::now() >= d) {
+        if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
             if scope.is_some() {
                 let _ = cx.pause_foreign(Op::Yield);
                 if cx.foreign_cancelled() {
@@ -276,13 +278,15 @@ pub(super) fn retry_soon(deadline: Option<Instant>) -> Woke {
 /// listener's backlog making room). `Ready` after the delay, `TimedOut`
 /// once `deadline` has passed.
 pub(super) fn retry_after(delay: Duration, deadline: Option<Instant>) -> Woke {
-    let soon = crate::timer::now() + delay;
+    let soon = crate::scheduler::timers::now() + delay;
     let at = deadline.map_or(soon, |d| d.min(soon));
     // The short sleep is the pause's own deadline, so that only a scope
     // ending before it counts as the scope's expiry.
     match pause(Some(at), true, |d| Op::Wait(d.unwrap_or(at))) {
         // A deadline `<= now` is due.
-        Woke::Ready | Woke::TimedOut if deadline.is_some_and(|d| crate::timer::now() >= d) => {
+        Woke::Ready | Woke::TimedOut
+            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) =>
+        {
             Woke::TimedOut
         }
         Woke::Ready | Woke::TimedOut => Woke::Ready,
@@ -294,7 +298,7 @@ pub(super) fn retry_after(delay: Duration, deadline: Option<Instant>) -> Woke {
 /// `SO_SNDTIMEO`), counted from now; `None` for none (or not a socket).
 pub(super) fn socket_deadline(fd: c_int, write: bool) -> Option<Instant> {
     let t = fds::socket_timeout(fd, write, |w| read_socket_timeout(fd, w))?;
-    crate::timer::now().checked_add(t)
+    crate::scheduler::timers::now().checked_add(t)
 }
 
 /// The socket's `SO_RCVTIMEO` (`write`: `SO_SNDTIMEO`), asked of the

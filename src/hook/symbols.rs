@@ -593,10 +593,11 @@ unsafe fn select_in_task(
         // SAFETY: the caller's sets, a zero timeout of ours.
         unsafe { real::select(nfds, r, w, e, &mut zero) }
     };
-    let start = crate::timer::now();
+    let start = crate::scheduler::timers::now();
     let answer = |n: c_int| {
         if let (Some(t), false) = (t, timeout.is_null()) {
-            let left = t.saturating_sub(crate::timer::now().saturating_duration_since(start));
+            let left =
+                t.saturating_sub(crate::scheduler::timers::now().saturating_duration_since(start));
             // SAFETY: the caller's non-null `timeval`.
             unsafe {
                 (*timeout).tv_sec = left.as_secs().min(i64::MAX as u64) as _;

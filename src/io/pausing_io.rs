@@ -12,12 +12,12 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::{outside_run, PinnedToSchedulerThread};
-use crate::coop;
 use crate::protocol::{IoId, Op, SchedulerId};
 use crate::reactor::{ReadEvents, ReadMarkSlot};
 use crate::scheduler;
-use crate::suspend::suspend_io;
-use crate::task;
+use crate::scheduler::coroutine;
+use crate::task::coop;
+use crate::task::suspend::suspend_io;
 
 /// A descriptor registered with the current scheduler's reactor, whose
 /// calls pause only the calling task until it is ready: any file
@@ -299,8 +299,8 @@ impl Registration {
     /// registered with, the only tasks that can wait on it (the calls that
     /// retry leave this to the scheduler, which refuses an unknown id).
     fn check_home(&self) -> io::Result<()> {
-        let home =
-            crate::task::in_task() && scheduler::try_with_scheduler(|s| s.id) == Some(self.sched);
+        let home = crate::scheduler::coroutine::in_task()
+            && scheduler::try_with_scheduler(|s| s.id) == Some(self.sched);
         if home {
             return Ok(());
         }
@@ -715,7 +715,7 @@ fn retry<R>(
 ) -> io::Result<R> {
     coop::proceed();
     loop {
-        match task::own_io(&mut f) {
+        match coroutine::own_io(&mut f) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 suspend_io(op(id, deadline))?;
             }
@@ -785,7 +785,7 @@ fn poll_retry_from<R>(
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => return Poll::Pending,
         }
-        match task::own_io(&mut f) {
+        match coroutine::own_io(&mut f) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => would_block = true,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => would_block = false,
             r => {
@@ -919,7 +919,7 @@ impl TimeoutSlot {
 /// The deadline a timeout of `t` from now gives, `None` for no timeout.
 #[inline]
 pub(crate) fn deadline_in(t: Option<Duration>) -> Option<Instant> {
-    t.map(crate::timer::deadline_after)
+    t.map(crate::scheduler::timers::deadline_after)
 }
 
 fn check_timeout(t: Option<Duration>) -> io::Result<()> {

@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::failure::payload_text;
+use crate::protocol::join_failure::payload_text;
 
 /// Turns a host name and a port into socket addresses: the system's
 /// resolver ([`SystemResolver`], the default) or one of your own, installed
@@ -176,13 +176,14 @@ fn current() -> Option<Arc<dyn Resolve>> {
 /// pool while the calling task pauses, or on this thread outside any task.
 pub(super) fn lookup_name(host: String, port: u16) -> io::Result<Vec<SocketAddr>> {
     let resolver = current();
-    if crate::spawn::current_id().is_none() {
+    if crate::task::spawn::current_id().is_none() {
         // No task to pause and no loop to keep running: a hop to the pool
         // would only block this thread on the join instead.
         return ask(resolver.as_deref(), &host, port);
     }
     let asked = host.clone();
-    let job = crate::blocking::spawn_blocking(move || ask(resolver.as_deref(), &host, port));
+    let job =
+        crate::interop::blocking::spawn_blocking(move || ask(resolver.as_deref(), &host, port));
     // The join parks the task; a timeout or a cancellation unwinds it from
     // there, dropping the handle, and the answer, when it comes, is dropped
     // with the pool's end of the handle.

@@ -88,7 +88,7 @@ impl TcpListener {
     /// after which the listener still works once descriptors free up.
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         // A listener whose backlog never empties takes its turn too.
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         loop {
             match self.inner.get_ref().accept() {
                 Ok((s, addr)) => return Ok((TcpStream::from_std(s.into())?, addr)),
@@ -96,7 +96,7 @@ impl TcpListener {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
-            match crate::suspend::suspend(Op::Accept(self.inner.io_id(), None)) {
+            match crate::task::suspend::suspend(Op::Accept(self.inner.io_id(), None)) {
                 Resume::Accepted(s, addr) => return Ok((TcpStream::from_std(s)?, addr)),
                 other => other.into_io()?,
             }

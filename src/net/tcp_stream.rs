@@ -125,7 +125,7 @@ impl TcpStream {
         let stream = TcpStream {
             // A non-blocking socket of our own: the hook (feature `hook`)
             // need not look at it.
-            inner: PausingIo::from_nonblocking(crate::task::own_io(|| {
+            inner: PausingIo::from_nonblocking(crate::scheduler::coroutine::own_io(|| {
                 mio::net::TcpStream::connect(addr)
             })?)?
             .short_read_drains(),

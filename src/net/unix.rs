@@ -187,12 +187,12 @@ impl UnixStream {
         let path = path.as_ref();
         let mut backoff = Duration::from_millis(1);
         let stream = loop {
-            match crate::task::own_io(|| mio::net::UnixStream::connect(path)) {
+            match crate::scheduler::coroutine::own_io(|| mio::net::UnixStream::connect(path)) {
                 Ok(s) => break s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // `sleep` is a pause, so this fails outside a task;
                     // check first for a clear error instead of a panic.
-                    if crate::spawn::current_id().is_none() {
+                    if crate::task::spawn::current_id().is_none() {
                         return Err(outside_run());
                     }
                     crate::time::sleep(backoff);

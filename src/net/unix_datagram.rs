@@ -217,12 +217,12 @@ impl UnixDatagram {
         // readiness says nothing about the receiver, and the rest of this
         // call waits on the clock alone.
         let mut poll_on_timer = false;
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         loop {
             match self.inner.get_ref().send_to(buf, path) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     poll_on_timer |= woke_writable;
-                    let now = crate::timer::now();
+                    let now = crate::scheduler::timers::now();
                     if deadline.is_some_and(|d| now >= d) {
                         Resume::TimedOut.into_io()?;
                     }
@@ -230,10 +230,10 @@ impl UnixDatagram {
                     let wake = deadline.map_or(retry_at, |d| d.min(retry_at));
                     woke_writable = false;
                     if poll_on_timer {
-                        crate::suspend::suspend(Op::Wait(wake)).into_io()?;
+                        crate::task::suspend::suspend(Op::Wait(wake)).into_io()?;
                         backoff = (backoff * 2).min(MAX_SEND_TO_BACKOFF);
                     } else {
-                        match crate::suspend::suspend(Op::WriteReady(
+                        match crate::task::suspend::suspend(Op::WriteReady(
                             self.inner.io_id(),
                             Some(wake),
                         )) {

@@ -185,7 +185,7 @@ impl Child {
         if let Some(s) = self.exit.try_reap()? {
             return Ok(s);
         }
-        if !crate::task::in_task() {
+        if !crate::scheduler::coroutine::in_task() {
             return self.exit.wait_blocking();
         }
         match &mut self.waiter {

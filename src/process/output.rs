@@ -11,8 +11,8 @@
 use std::io;
 
 use super::pipes::{ChildStderr, ChildStdout};
-use crate::park::{park, park_token};
 use crate::protocol::IoId;
+use crate::task::park::{park, park_token};
 
 /// How much room each read is given.
 const CHUNK: usize = 32 * 1024;

@@ -14,7 +14,7 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 
 use super::exit::Exit;
-use crate::handoff::Handoff;
+use crate::interop::from_thread::Handoff;
 
 /// The outcome of a wait on the blocking pool, for the task that waits.
 pub(crate) type PoolWait = Arc<Handoff<io::Result<ExitStatus>>>;
@@ -26,7 +26,7 @@ pub(crate) fn wait_on_pool(exit: Arc<Exit>) -> PoolWait {
     let (slot, completer) = Handoff::new();
     // If no pool thread can run the job, the job is dropped, and with it
     // the completer, which reports a cancellation to the slot.
-    drop(crate::blocking::spawn_blocking(move || {
+    drop(crate::interop::blocking::spawn_blocking(move || {
         completer.complete(Ok(exit.wait_blocking()));
     }));
     slot

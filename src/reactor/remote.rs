@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::protocol::WaitToken;
-use crate::shared::Mutex;
+use crate::sys::threads::Mutex;
 
 /// Wake-ups sent to one scheduler from other threads.
 #[derive(Debug)]
@@ -45,7 +45,7 @@ enum Interrupt {
     Poll(mio::Waker),
     /// A model's stand-in for the poll.
     #[cfg(loom)]
-    Model(crate::shared::Arc<model::PollStandIn>),
+    Model(crate::sys::threads::Arc<model::PollStandIn>),
 }
 
 impl RemoteQueue {
@@ -121,7 +121,7 @@ impl RemoteQueue {
 #[cfg(loom)]
 pub(crate) mod model {
     use super::{Interrupt, RemoteQueue};
-    use crate::shared::{Arc, Condvar, Mutex};
+    use crate::sys::threads::{Arc, Condvar, Mutex};
 
     /// An `eventfd` and the poll on it, for a model's scheduler thread.
     #[derive(Debug, Default)]

@@ -20,6 +20,10 @@
 //! `SO_REUSEPORT` ([`reuseport_listeners`](crate::net::reuseport_listeners));
 //! the kernel then spreads incoming connections over the workers, and no
 //! connection ever changes thread.
+//!
+//! Beside the runtime, in `model_checks` (built only with `--cfg loom`):
+//! the entry points of the model checks of every protocol that crosses
+//! threads, this runtime's job queues among them.
 
 use std::cell::Cell;
 use std::fmt;
@@ -29,8 +33,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 
-use crate::handoff::{Handoff, RemoteJoinError};
+use crate::interop::from_thread::{Handoff, RemoteJoinError};
 
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod model_checks;
 pub(crate) mod worker;
 
 use worker::{run_job, worker_thread, Inbox, Job, Pool, Worker, WorkerSettings, CURRENT_WORKER};
@@ -345,7 +352,7 @@ impl Default for RuntimeBuilder {
             name: "yieldloop-worker".into(),
             stack_size: crate::stack::DEFAULT_STACK_SIZE,
             paused: false,
-            budget: crate::task::DEFAULT_BUDGET,
+            budget: crate::scheduler::coroutine::DEFAULT_BUDGET,
         }
     }
 }

@@ -8,11 +8,11 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
 use std::thread;
 
-use crate::handoff::{Completer, RemoteJoinError};
-use crate::inspect::ParkedOn;
-use crate::park::{InTask, Pause, RemoteUnparker};
-use crate::shared::atomic::{AtomicUsize, Ordering};
-use crate::shared::{Mutex, MutexGuard};
+use crate::interop::from_thread::{Completer, RemoteJoinError};
+use crate::scheduler::port::ParkedOn;
+use crate::sys::threads::atomic::{AtomicUsize, Ordering};
+use crate::sys::threads::{Mutex, MutexGuard};
+use crate::task::park::{InTask, Pause, RemoteUnparker};
 
 thread_local! {
     /// The index of the runtime worker this thread is, if it is one.
@@ -195,7 +195,7 @@ where
     match panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => completer.complete(Ok(v)),
         Err(payload) => {
-            if crate::task::forced_unwind() {
+            if crate::scheduler::coroutine::forced_unwind() {
                 // The scheduler is tearing the task down (a shutdown): let
                 // the unwind go on; dropping the completer reports it.
                 panic::resume_unwind(payload);
@@ -212,7 +212,7 @@ where
 fn worker_main(index: usize, inbox: &Inbox, pool: &Pool, stack_size: usize) {
     let mut start = |job: Job| {
         // Without a stack the job is dropped, which tells its handle.
-        if let Err(e) = crate::spawn::Builder::new()
+        if let Err(e) = crate::task::spawn::Builder::new()
             .stack_size(stack_size)
             .spawn(job)
         {
@@ -305,7 +305,7 @@ pub(crate) fn worker_turn(
         }
         // The clones kept here while parked tell the scheduler that a
         // wake-up from another thread is still possible, until this task
-        // has actually been woken (see `handoff`).
+        // has actually been woken (see `interop::from_thread`).
         st.waiter = Some(remote.clone());
         ps.idle.push((index, remote.clone()));
     }
@@ -357,7 +357,7 @@ pub(super) fn worker_thread(
     let inbox = inbox.clone();
     let pool = pool.clone();
     let ready = ready.clone();
-    crate::spawn::run_clocked(settings.paused, move || {
+    crate::task::spawn::run_clocked(settings.paused, move || {
         crate::scheduler::with_scheduler("Runtime", |s| s.set_default_budget(settings.budget));
         let _ = ready.send(Ok(()));
         drop(ready);

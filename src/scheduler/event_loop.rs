@@ -7,13 +7,13 @@ use std::time::Instant;
 
 use corosensei::CoroutineResult;
 
+use super::coroutine;
 use super::table::TaskState;
+use super::timers::{self, TimerKind};
+use super::trace;
 use super::{Core, Scheduler};
 use crate::protocol::{Op, Resume, TaskId};
 use crate::reactor::Wait;
-use crate::task;
-use crate::timer::{self, TimerKind};
-use crate::trace;
 
 /// While tasks stay ready, the loop polls for I/O events only once this
 /// many resumes have run since the last poll, so that turns of one or two
@@ -35,7 +35,7 @@ const CLOCK_EVERY_SPENT: u32 = 512;
 const POLL_AT_LEAST_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Turns of at least this many tasks resume each with the memory of a task
-/// further on its way into the cache (see [`task::prefetch_task`]) …
+/// further on its way into the cache (see [`coroutine::prefetch_task`]) …
 const PREFETCH_FROM_TASKS: usize = 8;
 /// … this many places further in the turn.
 const PREFETCH_AHEAD: usize = 2;
@@ -66,7 +66,7 @@ struct Turn {
 
 impl Core {
     /// Publishes the task counts and the run queue's length to `metrics`.
-    pub(super) fn publish_counts(&self, metrics: &crate::inspect::Metrics) {
+    pub(super) fn publish_counts(&self, metrics: &super::port::Metrics) {
         let spawned = self.tasks.next_serial;
         metrics.spawned.set(spawned);
         metrics.ended.set(spawned - self.tasks.slab.len() as u64);
@@ -129,11 +129,11 @@ impl Scheduler {
     }
 
     /// Starts loading what resuming the task in slot `key` touches (see
-    /// [`task::prefetch_task`]), from the addresses noted for it.
+    /// [`coroutine::prefetch_task`]), from the addresses noted for it.
     fn prefetch(&self, key: usize) {
         let core = self.core.borrow();
         if let Some(h) = core.tasks.hints.get(key) {
-            task::prefetch_task(h.header, h.paused_sp);
+            coroutine::prefetch_task(h.header, h.paused_sp);
         }
     }
 
@@ -188,7 +188,7 @@ impl Scheduler {
         };
         #[cfg(feature = "tracing")]
         if OBSERVED {
-            crate::observe::resumed(&value);
+            super::tracing_events::resumed(&value);
         }
         let traced = turn.traced;
         if traced {
@@ -209,15 +209,15 @@ impl Scheduler {
         // table while the task is `Running`: a cancellation only marks a
         // running task, and nothing else removes one before this function
         // does, below.
-        let result = unsafe { task::resume_task(header, value) };
+        let result = unsafe { coroutine::resume_task(header, value) };
         if let Some(from) = timed_from {
             self.port.metrics.record_hold(from.elapsed(), weight);
         }
         #[cfg(feature = "tracing")]
         if OBSERVED {
             match &result {
-                CoroutineResult::Yield(op) => crate::observe::paused(op),
-                CoroutineResult::Return(()) => crate::observe::ended(),
+                CoroutineResult::Yield(op) => super::tracing_events::paused(op),
+                CoroutineResult::Return(()) => super::tracing_events::ended(),
             }
         }
         if traced {
@@ -226,7 +226,7 @@ impl Scheduler {
             match &result {
                 CoroutineResult::Yield(op) => trace::emit(format_args!(
                     "yield  {who} -> {}",
-                    trace::ShowOp(op, timer::now())
+                    trace::ShowOp(op, timers::now())
                 )),
                 _ => trace::emit(format_args!("end    {who}")),
             }
@@ -241,7 +241,7 @@ impl Scheduler {
                     // SAFETY: as for the resume above: the header lives
                     // while the task's record is in the table, and its task
                     // just paused.
-                    let paused_sp = unsafe { task::paused_sp(header) };
+                    let paused_sp = unsafe { coroutine::paused_sp(header) };
                     if let Some(h) = core.tasks.hints.get_mut(key) {
                         h.paused_sp = paused_sp;
                     }
@@ -252,7 +252,7 @@ impl Scheduler {
                     let header = core.remove(key);
                     drop(core);
                     if let Some(header) = header {
-                        task::drop_task(header);
+                        coroutine::drop_task(header);
                     }
                 } else if let Op::Yield = op {
                     // The hottest op: straight back to the queue, no wait
@@ -300,11 +300,11 @@ impl Scheduler {
         self.watch.end();
         let header = self.core.borrow_mut().remove(key);
         if let Some(header) = header {
-            task::drop_task(header);
+            coroutine::drop_task(header);
         }
         eprintln!(
             "yieldloop: internal error while running task {id}: {}",
-            crate::failure::payload_text(&*payload).unwrap_or("<non-string panic>")
+            crate::protocol::join_failure::payload_text(&*payload).unwrap_or("<non-string panic>")
         );
     }
 
@@ -316,7 +316,7 @@ impl Scheduler {
         let Some(flag) = self.watch.take_flag() else {
             return;
         };
-        let Some(limit) = crate::slow_task::threshold() else {
+        let Some(limit) = super::slow_task::threshold() else {
             return;
         };
         self.port.metrics.slow_holds.add(1);
@@ -335,10 +335,11 @@ impl Scheduler {
             // SAFETY: the header is live while its record is in the table
             // (the borrow holds it there), and no task runs while the
             // scheduler does this.
-            let cancelled = header.is_some_and(|h| unsafe { task::cancelled_in_foreign_call(h) });
+            let cancelled =
+                header.is_some_and(|h| unsafe { coroutine::cancelled_in_foreign_call(h) });
             (task.and_then(|t| t.name.clone()), cancelled)
         };
-        crate::slow_task::warn(
+        super::slow_task::warn(
             flag.task,
             name.as_deref(),
             flag.held.max(limit),
@@ -367,7 +368,7 @@ impl Scheduler {
             let prefetch = batch.len() >= PREFETCH_FROM_TASKS;
             let turn = Turn {
                 traced: trace::on(),
-                observed: crate::observe::active(),
+                observed: super::tracing_events::active(),
                 prefetch,
             };
             let mut next = 0;
@@ -406,7 +407,7 @@ impl Scheduler {
                         if at == next - 1 {
                             self.sample_due.set(false);
                             let weight = self.since_sample.replace(0).max(1);
-                            self.sample_gap.set(crate::inspect::gap_from(self.draw()));
+                            self.sample_gap.set(super::port::gap_from(self.draw()));
                             self.run_one_in::<true>(id, &turn, weight);
                         } else {
                             self.run_one_in::<false>(id, &turn, 0);
@@ -448,10 +449,10 @@ impl Scheduler {
                 // want the poll now.
                 if resumes_without_poll < POLL_EVERY_RESUMES
                     && core.tasks.deferred.is_empty()
-                    && (task::spent() < CLOCK_EVERY_SPENT || !self.busy_too_long())
+                    && (coroutine::spent() < CLOCK_EVERY_SPENT || !self.busy_too_long())
                 {
                     if core.has_timers() {
-                        let now = timer::now();
+                        let now = timers::now();
                         core.tasks.clock = self.clock_of(now);
                         core.fire_timers(now);
                         self.release_and_wake(core);
@@ -461,7 +462,7 @@ impl Scheduler {
             }
             // The paused clock's reading, if the scheduler runs on one: read
             // once per poll, for the time and for the two steps below.
-            let paused = timer::paused_at();
+            let paused = timers::paused_at();
             let now = paused.unwrap_or_else(Instant::now);
             let mut deadline = core.poll_deadline(now);
             // Under a paused clock, the instant to jump to when only time
@@ -490,7 +491,7 @@ impl Scheduler {
                 let soon = now + TRIM_AGAIN_AFTER;
                 deadline = Some(deadline.map_or(soon, |d| d.min(soon)));
             }
-            task::take_spent();
+            coroutine::take_spent();
             self.busy_since.set(None);
             // The counters other threads read, brought up to date once per
             // poll rather than per resume.
@@ -557,7 +558,7 @@ impl Scheduler {
                     Some(d) if ready.is_empty() => d,
                     _ => now + from.elapsed(),
                 };
-                timer::set_paused_at(Some(moved));
+                timers::set_paused_at(Some(moved));
             }
             if traced {
                 trace::poll_end(
@@ -571,7 +572,7 @@ impl Scheduler {
             // The clock after the poll: what the wake-ups below are
             // stamped with (not the reading from before the poll, which
             // may have slept), and what the timers are due by.
-            let now = timer::now();
+            let now = timers::now();
             core.tasks.clock = self.clock_of(now);
             // 3. Wake the tasks whose sockets are ready or whom other
             //    threads woke …
@@ -605,7 +606,7 @@ impl Scheduler {
     #[cold]
     #[inline(never)]
     fn busy_too_long(&self) -> bool {
-        task::take_spent();
+        coroutine::take_spent();
         // The real clock: this is about the thread's time, not a paused
         // clock's.
         let now = Instant::now();
@@ -629,7 +630,7 @@ impl Scheduler {
     #[cold]
     fn draw(&self) -> u64 {
         let mut seed = self.sample_seed.get();
-        let x = crate::inspect::xorshift(&mut seed);
+        let x = super::port::xorshift(&mut seed);
         self.sample_seed.set(seed);
         x
     }

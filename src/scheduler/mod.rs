@@ -11,20 +11,35 @@
 //!   └── wake the tasks whose deadlines are due (deadline <= now)
 //! ```
 //!
-//! One file per job:
+//! One file per job. The tasks and the loop:
 //!
 //! - this file: the [`Scheduler`] and its lifecycle (spawn, cancel,
 //!   shutdown, [`run_main`]) and the calls the layers above make on it;
+//! - `coroutine`: a task's own memory (its coroutine and context at the
+//!   top of its stack), the thread-local of the running task, and the
+//!   panic hook that names it;
 //! - `current`: the thread-local that makes this thread's scheduler
 //!   reachable;
 //! - `table`: the task table, each task's `TaskState`
 //!   and the run queue;
+//! - `timers`: the deadline heap, and the clock the runtime reads (real,
+//!   or paused);
 //! - `wait_for`: filing a paused task under what its `Op` waits for;
 //! - `event_loop`: the loop itself: turns, resumes, prefetching, polling,
-//!   panic attribution and the slow-task report;
-//! - `inspect`: the scheduler's answers to [`diag::dump`](crate::diag::dump)
-//!   (its tasks, their states and backtraces) and what it counts for
-//!   [`diag::metrics`](crate::diag::metrics).
+//!   panic attribution and the slow-task report.
+//!
+//! And what shows them at work:
+//!
+//! - `port`: each scheduler's counters (what
+//!   [`diag::metrics`](crate::diag::metrics) reads) and the dump requests
+//!   queued for it, shared with every thread, and a dump's types;
+//! - `dump`: the scheduler's answers to [`diag::dump`](crate::diag::dump):
+//!   its tasks, their states and backtraces;
+//! - `tracing_events`: with feature `tracing`, the spans and events a
+//!   `tracing` subscriber is told;
+//! - `trace`: the scheduler trace, one line per decision;
+//! - `slow_task`: the slow-task watch, whose monitor thread flags a task
+//!   that holds the thread too long.
 //!
 //! The scheduler state sits in a `RefCell` reached through the thread-local
 //! in `current`. A running task stays in the task table, marked
@@ -43,18 +58,23 @@ use std::time::Instant;
 use crate::protocol::{IoId, Resume, SchedulerId, TaskId, WaitToken};
 use crate::reactor::{PollReady, Reactor, ReadEvents, Readiness, RemoteQueue, WaitFor, Wakeups};
 use crate::stack::{PooledStack, MAIN_STACK_SIZE};
-use crate::task::{self, OwnedHeader};
-use crate::timer::{Timers, WakerTimers};
-use crate::trace;
 
+pub(crate) mod coroutine;
 mod current;
+mod dump;
 mod event_loop;
-mod inspect;
+pub(crate) mod port;
+pub(crate) mod slow_task;
 mod table;
+pub(crate) mod timers;
+pub(crate) mod trace;
+pub(crate) mod tracing_events;
 mod wait_for;
 
+use coroutine::OwnedHeader;
 pub(crate) use current::{has_scheduler, install, try_with_scheduler, with_scheduler};
 use table::{PrefetchHint, Task, TaskState, TaskTable, Waking};
+use timers::{Timers, WakerTimers};
 
 /// One thread's scheduler.
 #[derive(Debug)]
@@ -67,9 +87,9 @@ pub(crate) struct Scheduler {
     /// The turn being run; kept to reuse its allocation.
     batch_buf: RefCell<Vec<TaskId>>,
     /// What this scheduler shows the slow-task monitor.
-    watch: Arc<crate::slow_task::Watch>,
+    watch: Arc<slow_task::Watch>,
     /// Its counters and dump requests, shared with any thread.
-    port: Arc<crate::inspect::Port>,
+    port: Arc<port::Port>,
     /// The hold histogram's sampling, brought up to date at each poll:
     /// the resumes since the last timed one, how many to let pass before
     /// the next (drawn at random), whether one is due (then a resume of
@@ -136,13 +156,12 @@ impl Core {
 impl Scheduler {
     pub(crate) fn new() -> io::Result<Scheduler> {
         // Panic messages inside tasks name the task from now on.
-        task::install_panic_hook();
+        coroutine::install_panic_hook();
         let id = SchedulerId::next();
         let mut reactor = Reactor::new()?;
-        let watch = crate::slow_task::Watch::register();
+        let watch = slow_task::Watch::register();
         let running = watch.clone();
-        let port =
-            crate::inspect::Port::register(id.number(), Box::new(move || running.running_task()));
+        let port = port::Port::register(id.number(), Box::new(move || running.running_task()));
         // A dump request interrupts the poll through the cross-thread
         // queue, held weakly: the request is not a way to wake a task,
         // which is what the queue's holders count as.
@@ -154,7 +173,7 @@ impl Scheduler {
         }));
         let seed = 0x9E37_79B9_7F4A_7C15 ^ id.number().wrapping_mul(0x2545_F491_4F6C_DD1D);
         let mut seed_state = seed | 1;
-        let gap = crate::inspect::gap_from(crate::inspect::xorshift(&mut seed_state));
+        let gap = port::gap_from(port::xorshift(&mut seed_state));
         Ok(Scheduler {
             id,
             core: RefCell::new(Core {
@@ -172,7 +191,7 @@ impl Scheduler {
             sample_due: Cell::new(false),
             sample_seed: Cell::new(seed_state),
             epoch: Instant::now(),
-            default_budget: Cell::new(task::DEFAULT_BUDGET),
+            default_budget: Cell::new(coroutine::DEFAULT_BUDGET),
             busy_since: Cell::new(None),
         })
     }
@@ -210,7 +229,7 @@ impl Scheduler {
             guard.name_ptr = n.as_ptr() as usize;
             guard.name_len = n.len();
         }
-        let co = task::new_coroutine(stack, make_body(id));
+        let co = coroutine::new_coroutine(stack, make_body(id));
         if tasks.hints.len() <= id.key {
             tasks.hints.resize(id.key + 1, PrefetchHint::default());
         }
@@ -232,8 +251,8 @@ impl Scheduler {
         tasks.run_queue.push(id);
         if trace::on() {
             let name = tasks.slab[id.key].name.clone();
-            let by = task::current_task()
-                .filter(|_| task::in_task())
+            let by = coroutine::current_task()
+                .filter(|_| coroutine::in_task())
                 .map_or("run".to_string(), |p| format!("task {p}"));
             trace::emit(format_args!(
                 "spawn  {} by {by}",
@@ -251,7 +270,7 @@ impl Scheduler {
 
     /// Its counters now: exact, when the state is free (called from a
     /// task of this scheduler), else as of its last poll.
-    pub(crate) fn metrics(&self) -> crate::inspect::SchedulerMetrics {
+    pub(crate) fn metrics(&self) -> port::SchedulerMetrics {
         if let Ok(core) = self.core.try_borrow() {
             core.publish_counts(&self.port.metrics);
         }
@@ -352,10 +371,10 @@ impl Scheduler {
             let paused = !matches!(t.state, TaskState::Running { .. })
                 // SAFETY: the header is live while its record is in the
                 // table, and its task is not running.
-                && unsafe { task::paused_in_foreign_call(h) };
+                && unsafe { coroutine::paused_in_foreign_call(h) };
             if paused {
                 // SAFETY: as above.
-                unsafe { task::cancel_in_foreign_call(h) };
+                unsafe { coroutine::cancel_in_foreign_call(h) };
                 match t.state {
                     TaskState::Waiting { token, .. } => {
                         let w = WaitToken { key: id.key, token };
@@ -379,7 +398,7 @@ impl Scheduler {
     }
 
     /// Cancels a task on the spot: a paused task is torn down before this
-    /// returns (see [`task::drop_task`]), the running one at its next
+    /// returns (see [`coroutine::drop_task`]), the running one at its next
     /// pause. What a scope's end needs: its tasks borrow from it.
     pub(crate) fn cancel(&self, id: TaskId) {
         let header = {
@@ -401,7 +420,7 @@ impl Scheduler {
             if trace::on() {
                 trace::emit(format_args!("cancel task {}", id.serial));
             }
-            task::drop_task(header);
+            coroutine::drop_task(header);
         }
     }
 
@@ -572,7 +591,7 @@ impl Scheduler {
                 if trace::on() {
                     trace::emit(format_args!("cancel task {} (run is ending)", id.serial));
                 }
-                task::drop_task(header);
+                coroutine::drop_task(header);
             }
         }
         let mut core = self.core.borrow_mut();
@@ -600,7 +619,7 @@ pub(crate) fn run_main<B>(
     struct RealTimeAfter;
     impl Drop for RealTimeAfter {
         fn drop(&mut self) {
-            crate::timer::set_paused_at(None);
+            timers::set_paused_at(None);
         }
     }
     let sched = match Scheduler::new() {
@@ -609,9 +628,9 @@ pub(crate) fn run_main<B>(
     };
     let _real_time_after = RealTimeAfter;
     if paused {
-        crate::timer::set_paused_at(Some(std::time::Instant::now()));
+        timers::set_paused_at(Some(std::time::Instant::now()));
     }
-    crate::stack::install_overflow_report(task::running_guard);
+    crate::stack::install_overflow_report(coroutine::running_guard);
     let guard = install(sched.clone());
     if let Err(e) = sched.spawn(Some(Rc::from("main")), MAIN_STACK_SIZE, None, make_main) {
         panic!("yieldloop::run: cannot start the main task: {e}");

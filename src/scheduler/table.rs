@@ -19,12 +19,12 @@ use std::rc::Rc;
 
 use slab::Slab;
 
-use crate::inspect::ParkedOn;
+use super::coroutine::OwnedHeader;
+use super::port::ParkedOn;
+use super::timers::Timers;
+use super::trace;
 use crate::protocol::{Resume, TaskId, WaitToken};
 use crate::reactor::{WaitFor, Wakeups};
-use crate::task::OwnedHeader;
-use crate::timer::Timers;
-use crate::trace;
 
 /// Where a live task is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub(super) struct Task {
     pub(super) state: TaskState,
     /// The answer to send at the next resume (`None` reads as `Ready`).
     /// (The tasks waiting for this one's end are kept in its header, on
-    /// its stack: see [`Joiners`](crate::task::Joiners).)
+    /// its stack: see [`Joiners`](super::coroutine::Joiners).)
     pub(super) resume: Option<Resume>,
 }
 
@@ -121,7 +121,7 @@ pub(super) struct TaskTable {
     pub(super) hints: Vec<PrefetchHint>,
     /// Per slot, the task's `tracing` span (feature `tracing`, and only
     /// while a subscriber wants them).
-    pub(super) spans: crate::observe::Spans,
+    pub(super) spans: super::tracing_events::Spans,
     /// The last spawn's serial number.
     pub(super) next_serial: u64,
     /// The last wait token handed out.

@@ -5,10 +5,10 @@ use std::io;
 use std::time::Instant;
 
 use super::table::{Task, TaskState, WaitKind};
+use super::timers::TimerKind;
 use super::Core;
 use crate::protocol::{Op, Resume, SchedulerId, TaskId, WaitToken};
 use crate::reactor::{WaitFor, Wakeups};
-use crate::timer::TimerKind;
 
 impl Core {
     /// Files the task `id`, which just paused with `op`, under what `op`
@@ -52,7 +52,7 @@ impl Core {
             }
             Op::Park(t, deadline) => {
                 // What the parking code said it parks on, for a dump.
-                let on = WaitKind::Parked(crate::inspect::take_parked_on());
+                let on = WaitKind::Parked(super::port::take_parked_on());
                 if t.wait.key != id.key || t.sched != sched {
                     self.set_waiting(wait, false, on);
                     let e = io::Error::new(

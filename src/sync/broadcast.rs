@@ -273,7 +273,7 @@ impl<T: Clone> Receiver<T> {
     ///
     /// As for [`try_recv`](Self::try_recv).
     pub fn recv_timeout(&mut self, timeout: Duration) -> Result<T, TryRecvError> {
-        self.recv_deadline(crate::timer::now().checked_add(timeout))
+        self.recv_deadline(crate::scheduler::timers::now().checked_add(timeout))
     }
 
     /// [`recv`](Self::recv), giving up at `deadline` (`None`: never) with
@@ -317,7 +317,7 @@ impl<T: Clone> Receiver<T> {
     #[cfg(loom)]
     pub(crate) fn recv_with(
         &mut self,
-        pause: &mut impl crate::park::Pause,
+        pause: &mut impl crate::task::park::Pause,
     ) -> Result<T, TryRecvError> {
         let next = &mut self.next;
         let r = self.shared.wait_with(|st| Self::take(st, next), pause);

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::mutex::{Mutex, MutexGuard};
 use super::waiters::{self, lock, Waiters};
-use crate::shared::Mutex as StdMutex;
 use crate::sync::waitq::Woken;
+use crate::sys::threads::Mutex as StdMutex;
 
 /// A condition variable for the cross-thread [`Mutex`]: a task waiting on
 /// it pauses only itself, a plain thread blocks.

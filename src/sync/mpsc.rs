@@ -71,10 +71,10 @@ use super::chan::{self, channel_handles, Flavor, Guard};
 pub use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::Fired;
 use super::waitq::WaitQueue;
-use crate::park::RemoteUnparker;
 use crate::protocol::ParkToken;
-use crate::shared::atomic::{AtomicBool, Ordering};
-use crate::shared::{Arc, Condvar};
+use crate::sys::threads::atomic::{AtomicBool, Ordering};
+use crate::sys::threads::{Arc, Condvar};
+use crate::task::park::RemoteUnparker;
 
 thread_local! {
     /// This thread's id, without the `Arc` clone of `thread::current()`.
@@ -185,12 +185,12 @@ impl TaskOrThread {
 
 /// True when the caller is a task (and may park), false on a plain thread.
 fn in_task() -> bool {
-    crate::spawn::current_id().is_some()
+    crate::task::spawn::current_id().is_some()
 }
 
 // `#[inline]` throughout, for the reason given at the single-thread flavor.
 impl Flavor for CrossThread {
-    type Lock<S> = crate::shared::Mutex<S>;
+    type Lock<S> = crate::sys::threads::Mutex<S>;
     type Receiver = TaskOrThread;
     type Sender = TaskOrThread;
 
@@ -248,7 +248,7 @@ impl Flavor for CrossThread {
             st = match deadline {
                 None => cv.wait(st).unwrap_or_else(PoisonError::into_inner),
                 Some(d) => {
-                    let now = crate::timer::now();
+                    let now = crate::scheduler::timers::now();
                     if now >= d {
                         break;
                     }

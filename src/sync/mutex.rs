@@ -7,9 +7,9 @@ use std::ops::{Deref, DerefMut};
 use std::time::{Duration, Instant};
 
 use super::waiters::{self, lock, Waiters, Wake};
-use crate::shared::atomic::{AtomicUsize, Ordering};
-use crate::shared::Mutex as StdMutex;
 use crate::sync::waitq::Woken;
+use crate::sys::threads::atomic::{AtomicUsize, Ordering};
+use crate::sys::threads::Mutex as StdMutex;
 
 /// Nobody holds the lock.
 const UNLOCKED: usize = 0;
@@ -118,7 +118,7 @@ impl<T: ?Sized> Mutex<T> {
     /// cannot wait). Locking again where the lock is held never returns.
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         if !self.try_lock_fast() {
             // With no deadline only a hand-over ends the wait.
             let locked = self.lock_slow(None);
@@ -162,7 +162,7 @@ impl<T: ?Sized> Mutex<T> {
     ///
     /// As for `lock`.
     pub fn lock_timeout(&self, timeout: Duration) -> Option<MutexGuard<'_, T>> {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let deadline = crate::time::deadline_after(timeout);
         (self.try_lock_fast() || self.lock_slow(Some(deadline))).then(|| MutexGuard { mutex: self })
     }
@@ -211,7 +211,7 @@ impl<T: ?Sized> Mutex<T> {
                 _ => {}
             }
             // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::timer::now() >= d) {
+            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
                 self.leave(&mut st);
                 return false;
             }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use super::waiters::{self, lock, Queued, Waiters, Wake};
-use crate::shared::Mutex as StdMutex;
+use crate::sys::threads::Mutex as StdMutex;
 
 /// Wakes waiters on any worker or plain thread that wait for "something
 /// happened", with no data attached.
@@ -116,7 +116,7 @@ impl Notify {
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let mut st = lock(&self.state);
         if std::mem::take(&mut st.permit) {
             return true;

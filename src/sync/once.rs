@@ -5,9 +5,9 @@ use std::cell::UnsafeCell;
 use std::fmt;
 
 use super::waiters::{self, lock, Queued, Waiters};
-use crate::shared::atomic::{AtomicBool, Ordering};
-use crate::shared::Mutex as StdMutex;
 use crate::sync::waitq::OnDrop;
+use crate::sys::threads::atomic::{AtomicBool, Ordering};
+use crate::sys::threads::Mutex as StdMutex;
 
 /// A cell written once, shared between tasks on any worker and plain
 /// threads: the first caller of [`get_or_init`](Self::get_or_init) runs
@@ -112,7 +112,7 @@ impl<T> OnceCell<T> {
     /// cell from inside `f` never returns. Panics if it must pause in a
     /// task that is unwinding.
     pub fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         if let Some(v) = self.get() {
             return v;
         }

@@ -5,8 +5,8 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use super::waiters::{self, lock, Queued, Waiters, Wake};
-use crate::shared::Mutex as StdMutex;
 use crate::sync::waitq::Woken;
+use crate::sys::threads::Mutex as StdMutex;
 
 /// A reader-writer lock for tasks on any worker and plain threads: any
 /// number of readers at once, or one writer.
@@ -187,7 +187,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     fn take(&self, want: Want) {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let mut st = lock(&self.state);
         if st.try_take(want) {
             return;

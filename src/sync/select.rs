@@ -42,20 +42,20 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::waitq::OnDrop;
-use crate::inspect::ParkedOn;
-use crate::park::{park_on, park_token};
 use crate::protocol::ParkToken;
 use crate::protocol::TaskId;
 use crate::protocol::{IoId, Resume};
-use crate::spawn::{Builder, JoinHandle};
+use crate::scheduler::port::ParkedOn;
 use crate::stack::MIN_STACK_SIZE;
+use crate::task::park::{park_on, park_token};
+use crate::task::spawn::{Builder, JoinHandle};
 
 /// The hooks a [`Select`] drives a receiver through; sealed, so the set of
 /// selectable types is this module's to decide.
 pub(crate) mod sealed {
     use crate::protocol::ParkToken;
-    use crate::shared::atomic::{AtomicBool, Ordering};
-    use crate::shared::Arc;
+    use crate::sys::threads::atomic::{AtomicBool, Ordering};
+    use crate::sys::threads::Arc;
 
     /// How a registration learns it was the one a sender woke.
     #[derive(Debug)]
@@ -101,7 +101,7 @@ pub(crate) mod sealed {
         pub(crate) fired: Fired,
         /// A cross-thread channel's second handle on the select's unparker,
         /// held for the length of the pause (see `mpsc::TaskOrThread::task`).
-        pub(crate) _keep: Option<crate::park::RemoteUnparker>,
+        pub(crate) _keep: Option<crate::task::park::RemoteUnparker>,
     }
 
     /// A bounded sender a [`Select`](super::Select) can send through.
@@ -429,12 +429,12 @@ impl<'a> Select<'a> {
     /// cannot be started (no memory for its stack), or if the task would
     /// have to pause while it is unwinding.
     pub fn wait(&mut self) -> usize {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         assert!(
             !self.cases.is_empty(),
             "yieldloop: Select::wait with no cases"
         );
-        let start = crate::timer::now();
+        let start = crate::scheduler::timers::now();
         self.start_helpers();
         loop {
             if let Some(i) = self.scan(start) {
@@ -486,7 +486,7 @@ impl<'a> Select<'a> {
 
     /// The first ready case, in order; consumes a socket case's edge.
     fn scan(&self, start: Instant) -> Option<usize> {
-        let now = crate::timer::now();
+        let now = crate::scheduler::timers::now();
         let mut fired = self.shared.fired.borrow_mut();
         let closed = self.shared.closed.borrow();
         self.cases

@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use super::waiters::{self, lock, Queued, Waiters, Wake};
-use crate::shared::Mutex as StdMutex;
+use crate::sys::threads::Mutex as StdMutex;
 
 /// A counting semaphore for tasks on any worker and plain threads.
 ///
@@ -161,7 +161,7 @@ impl Semaphore {
     }
 
     fn acquire_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let mut st = lock(&self.state);
         if st.permits > 0 {
             st.permits -= 1;

@@ -36,11 +36,11 @@ use std::collections::VecDeque;
 use std::sync::PoisonError;
 use std::time::Instant;
 
-use crate::inspect::ParkedOn;
-use crate::park::{park_on, park_token, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
-use crate::shared::{thread, Mutex, MutexGuard};
+use crate::scheduler::port::ParkedOn;
 use crate::sync::waitq::{OnDrop, WaitQueue, Woken};
+use crate::sys::threads::{thread, Mutex, MutexGuard};
+use crate::task::park::{park_on, park_token, RemoteUnparker};
 
 /// How to wake one waiter, taken out of its entry by the waker.
 pub(crate) enum Wake {
@@ -175,7 +175,7 @@ pub(crate) fn lock<S>(m: &Mutex<S>) -> MutexGuard<'_, S> {
 /// (which blocks).
 #[inline]
 fn in_task() -> bool {
-    crate::spawn::current_id().is_some()
+    crate::task::spawn::current_id().is_some()
 }
 
 /// What a waiter does before pausing, after its entry is published: a
@@ -194,7 +194,7 @@ pub(crate) fn wait_handed<'a, S: Queued<Kind = ()>>(
     what: &'static str,
 ) -> (MutexGuard<'a, S>, bool) {
     // A deadline `<= now` has passed.
-    if deadline.is_some_and(|d| crate::timer::now() >= d) {
+    if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
         return (st, false);
     }
     let (st, woken) = wait(

@@ -3,9 +3,9 @@
 use std::fmt;
 
 use super::waiters::{self, lock, Queued, Waiters};
-use crate::shared::Mutex as StdMutex;
 use crate::sync::local::BarrierWaitResult;
 use crate::sync::waitq::Woken;
+use crate::sys::threads::Mutex as StdMutex;
 
 /// Waits for a collection of jobs on any workers or threads to finish,
 /// like Go's `sync.WaitGroup`.
@@ -95,7 +95,7 @@ impl WaitGroup {
     ///
     /// Panics if it must pause in a task that is unwinding.
     pub fn wait(&self) {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let st = lock(&self.state);
         if st.count == 0 {
             return;
@@ -192,7 +192,7 @@ impl Barrier {
     ///
     /// Panics if it must pause in a task that is unwinding.
     pub fn wait(&self) -> BarrierWaitResult {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let mut st = lock(&self.state);
         st.arrived += 1;
         if st.arrived >= self.n {

@@ -28,10 +28,10 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::inspect::ParkedOn;
-use crate::park::{park_on, park_token};
 use crate::protocol::ParkToken;
 use crate::protocol::Resume;
+use crate::scheduler::port::ParkedOn;
+use crate::task::park::{park_on, park_token};
 
 /// How a queued waiter was woken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

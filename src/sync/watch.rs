@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use super::error::{RecvError, RecvTimeoutError, SendError};
 use super::xwait::{Channel, Counted, NotReady};
-use crate::shared::MutexGuard;
+use crate::sys::threads::MutexGuard;
 
 /// What the handles share. Values are dropped outside its lock.
 type Shared<T> = Channel<State<T>>;
@@ -295,7 +295,7 @@ impl<T> Receiver<T> {
     /// );
     /// ```
     pub fn changed_timeout(&mut self, timeout: Duration) -> Result<(), RecvTimeoutError> {
-        self.changed_deadline(crate::timer::now().checked_add(timeout))
+        self.changed_deadline(crate::scheduler::timers::now().checked_add(timeout))
     }
 
     /// [`changed`](Self::changed), giving up at `deadline` (`None`: never).
@@ -338,7 +338,7 @@ impl<T> Receiver<T> {
     #[cfg(loom)]
     pub(crate) fn changed_with(
         &mut self,
-        pause: &mut impl crate::park::Pause,
+        pause: &mut impl crate::task::park::Pause,
     ) -> Result<(), RecvError> {
         let seen = self.seen;
         let r = self.shared.wait_with(|st| Self::look(st, seen), pause);

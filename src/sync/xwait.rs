@@ -25,11 +25,11 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::waitq::{OnDrop, WaitQueue};
-use crate::inspect::ParkedOn;
-use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
-use crate::shared::thread::{self, Thread};
-use crate::shared::{Mutex, MutexGuard};
+use crate::scheduler::port::ParkedOn;
+use crate::sys::threads::thread::{self, Thread};
+use crate::sys::threads::{Mutex, MutexGuard};
+use crate::task::park::{InTask, Pause, RemoteUnparker};
 
 /// Whoever waits, woken all at once.
 #[derive(Default)]
@@ -106,8 +106,8 @@ pub(crate) fn wait_until<S, R>(
     ready: impl FnMut(&mut S) -> Option<R>,
     deadline: Option<Instant>,
 ) -> Result<R, NotReady> {
-    if crate::spawn::current_id().is_some() {
-        crate::coop::proceed();
+    if crate::task::spawn::current_id().is_some() {
+        crate::task::coop::proceed();
         wait_in_task(lock, list, ready, deadline, &mut InTask(ParkedOn::Channel))
     } else {
         wait_blocking(lock, list, ready, deadline)
@@ -132,7 +132,7 @@ pub(crate) fn wait_in_task<S, R>(
         if let Some(r) = ready(&mut lock(m)) {
             return Ok(r);
         }
-        if deadline.is_some_and(|d| crate::timer::now() >= d) {
+        if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
             return Err(NotReady::TimedOut);
         }
         // Made outside the lock, so the lock never waits on the scheduler.
@@ -186,11 +186,11 @@ fn wait_blocking<S, R>(
                 false
             }
             Some(d) => {
-                let now = crate::timer::now();
+                let now = crate::scheduler::timers::now();
                 if now < d {
                     thread::park_timeout(d - now);
                 }
-                crate::timer::now() >= d
+                crate::scheduler::timers::now() >= d
             }
         };
         let gone = list(&mut lock(m)).q.remove(id);

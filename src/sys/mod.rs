@@ -17,6 +17,10 @@
 //!   chunk of stacks is mapped and its memory given back (`memory`), the
 //!   clock cheapest to read (`clock`), CPU pinning (`affinity`), the
 //!   load-balancing `SO_REUSEPORT`, and the unit of the poll's timeout.
+//!
+//! Beside them, one more choice made once, by the build rather than the
+//! system: the types threads share (`threads`), std's, or the `loom`
+//! model checker's under `--cfg loom`.
 
 use std::io;
 
@@ -28,6 +32,8 @@ compile_error!(
 mod affinity;
 mod clock;
 mod memory;
+#[allow(unused_imports)]
+pub(crate) mod threads;
 
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 mod linux;

@@ -7,12 +7,12 @@ use std::sync::PoisonError;
 use std::time::Instant;
 
 use super::{Chan, State};
-use crate::park::RemoteUnparker;
 use crate::protocol::ParkToken;
-use crate::shared::{Mutex, MutexGuard};
 use crate::sync::error::{RecvTimeoutError, SendError};
 use crate::sync::select::sealed::Fired;
 use crate::sync::waitq::WaitQueue;
+use crate::sys::threads::{Mutex, MutexGuard};
+use crate::task::park::RemoteUnparker;
 
 /// The lock around a channel's state. Either kind holds it for a few
 /// instructions and never across a pause or a wait.

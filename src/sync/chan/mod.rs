@@ -47,10 +47,10 @@ use std::time::Instant;
 use super::error::{RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::{Fired, Registration};
 use super::waitq::{OnDrop, WaitQueue};
-use crate::inspect::ParkedOn;
-use crate::park::{park_on, park_token, RemoteUnparker};
 use crate::protocol::ParkToken;
 use crate::protocol::Resume;
+use crate::scheduler::port::ParkedOn;
+use crate::task::park::{park_on, park_token, RemoteUnparker};
 
 mod flavor;
 mod handles;
@@ -269,7 +269,7 @@ impl<T, F: Flavor> Chan<T, F> {
     /// receiver takes it.
     pub(crate) fn send(&self, value: T) -> Result<(), SendError<T>> {
         // Before the lock, which a pause must never hold.
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         // One lock from the check to the queueing: across threads, a
         // receiver freeing a slot in between would leave this sender
         // parked by a buffer with room.
@@ -286,7 +286,7 @@ impl<T, F: Flavor> Chan<T, F> {
     /// one until `deadline`.
     pub(crate) fn recv_deadline(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         // Before the lock, which a pause must never hold.
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         // The lock is held from each look to the queueing of the waiter, so
         // a message sent from another thread in between cannot go unseen.
         let mut st = self.lock();
@@ -297,7 +297,7 @@ impl<T, F: Flavor> Chan<T, F> {
                 Err(TryRecvError::Empty) => {}
             }
             // A deadline `<= now` has passed: one last look was taken above.
-            if deadline.is_some_and(|d| crate::timer::now() >= d) {
+            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
                 return Err(RecvTimeoutError::Timeout);
             }
             // Woken, timed out or not: look again. A wake-up whose message

@@ -34,8 +34,8 @@ use super::chan::{self, channel_handles, Flavor, Guard};
 use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::select::sealed::Fired;
 use super::waitq::WaitQueue;
-use crate::park::RemoteUnparker;
 use crate::protocol::ParkToken;
+use crate::task::park::RemoteUnparker;
 
 mod mutex;
 mod notify;

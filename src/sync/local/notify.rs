@@ -109,13 +109,13 @@ impl Notify {
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         loop {
             if std::mem::take(&mut self.state.borrow_mut().permit) {
                 return true;
             }
             // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::timer::now() >= d) {
+            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
                 return false;
             }
             let (r, woken) = park_local(
@@ -241,13 +241,13 @@ impl Event {
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         loop {
             if self.is_set() {
                 return true;
             }
             // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::timer::now() >= d) {
+            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
                 return false;
             }
             let (r, woken) = park_local(&self.state, |s| &mut s.waiters, deadline, |_, _| {});

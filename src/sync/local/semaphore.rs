@@ -147,7 +147,7 @@ impl Semaphore {
 
     /// Takes a permit without a guard, for [`Mutex`](super::local::Mutex).
     pub(crate) fn acquire_raw(&self) {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         if self.try_acquire_raw() {
             return;
         }

@@ -92,7 +92,7 @@ impl WaitGroup {
     /// Panics if it must pause outside a task, or in a task that is
     /// unwinding.
     pub fn wait(&self) {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         loop {
             if self.count() == 0 {
                 return;
@@ -208,7 +208,7 @@ impl Barrier {
     /// Panics if it must pause outside a task, or in a task that is
     /// unwinding.
     pub fn wait(&self) -> BarrierWaitResult {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         let generation = {
             let mut st = self.state.borrow_mut();
             st.arrived += 1;

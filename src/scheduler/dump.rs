@@ -5,19 +5,19 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::coroutine;
+use super::port::{Backtrace, SchedulerDump, TaskDump, TaskState as Shown, WaitingOn};
 use super::table::{TaskState, WaitKind};
 use super::Scheduler;
-use crate::inspect::{Backtrace, SchedulerDump, TaskDump, TaskState as Shown, WaitingOn};
 use crate::protocol::WaitToken;
 use crate::reactor::WaitFor;
-use crate::task;
 
 /// One task as listed under the state's borrow, before its backtrace.
 struct Listed {
     dump: TaskDump,
     /// The header of a task that has paused before (its stack can be
     /// walked), and is paused now.
-    capture: Option<std::ptr::NonNull<crate::task::TaskHeader>>,
+    capture: Option<std::ptr::NonNull<super::coroutine::TaskHeader>>,
 }
 
 impl Scheduler {
@@ -38,7 +38,7 @@ impl Scheduler {
 
     /// Lists this scheduler's tasks with their states and backtraces.
     fn dump_here(&self) -> SchedulerDump {
-        let now = crate::timer::now();
+        let now = super::timers::now();
         let listed = self.list_tasks(now);
         let tasks = listed
             .into_iter()
@@ -50,7 +50,7 @@ impl Scheduler {
                     // paused in `pause` (it has paused before: the hint's
                     // stack pointer says so), and nothing drops or resumes
                     // it until this returns.
-                    let ips = unsafe { task::capture_backtrace(header) };
+                    let ips = unsafe { coroutine::capture_backtrace(header) };
                     l.dump.backtrace = ips.map(Backtrace::new);
                 }
                 l.dump
@@ -100,7 +100,7 @@ impl Scheduler {
             let hint = t
                 .header
                 .as_ref()
-                .map_or(0, |h| unsafe { task::paused_sp(h.as_ptr()) });
+                .map_or(0, |h| unsafe { coroutine::paused_sp(h.as_ptr()) });
             let (state, since, deadline) = match t.state {
                 // Running since this turn began, at the latest: the
                 // loop's last reading of the clock.
@@ -141,7 +141,7 @@ impl Scheduler {
                         // the table; a running task (the one asking) is
                         // not read: its flag is its own.
                         !matches!(t.state, TaskState::Running { .. })
-                            && unsafe { task::cancelled_in_foreign_call(h.as_ptr()) }
+                            && unsafe { coroutine::cancelled_in_foreign_call(h.as_ptr()) }
                     }),
                 },
                 capture,

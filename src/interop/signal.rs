@@ -256,7 +256,7 @@ impl Signals {
     /// .unwrap();
     /// ```
     pub fn recv(&mut self) -> io::Result<i32> {
-        crate::coop::proceed();
+        crate::task::coop::proceed();
         loop {
             if let Some(sig) = self.try_recv() {
                 return Ok(sig);

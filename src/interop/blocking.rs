@@ -30,7 +30,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::Duration;
 
-use crate::handoff::{Handoff, RemoteJoinError};
+use super::from_thread::{Handoff, RemoteJoinError};
 
 /// How many pool threads may exist at once unless
 /// [`set_blocking_max_threads`] says otherwise.

@@ -14,18 +14,18 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::handoff::{Completer, Handoff, RemoteJoinError};
-use crate::park::{Pause, RemoteUnparker};
+use crate::interop::from_thread::{Completer, Handoff, RemoteJoinError};
 use crate::protocol::{ParkToken, Resume, SchedulerId, WaitToken};
 use crate::reactor::remote_model::PollStandIn;
 use crate::reactor::RemoteQueue;
+use crate::task::park::{Pause, RemoteUnparker};
 
 /// A scheduler's side of [`diag::dump`](crate::diag::dump), played by one
 /// model thread: the port requests are queued with, and the stand-in for
 /// the poll their interrupt ends.
 pub struct ModelPort {
-    port: Arc<crate::inspect::Port>,
-    poll: crate::shared::Arc<PollStandIn>,
+    port: Arc<crate::scheduler::port::Port>,
+    poll: crate::sys::threads::Arc<PollStandIn>,
 }
 
 impl std::fmt::Debug for ModelPort {
@@ -45,9 +45,9 @@ impl ModelPort {
     /// scheduler's interrupt its `epoll_wait` through the cross-thread
     /// queue's `eventfd`.
     pub fn new() -> ModelPort {
-        let poll = crate::shared::Arc::new(PollStandIn::default());
+        let poll = crate::sys::threads::Arc::new(PollStandIn::default());
         let queue = Arc::new(RemoteQueue::model(poll.clone()));
-        let port = crate::inspect::Port::new(7, Box::new(|| 0));
+        let port = crate::scheduler::port::Port::new(7, Box::new(|| 0));
         port.set_interrupt(Box::new(move || queue.interrupt()));
         ModelPort {
             port: Arc::new(port),
@@ -73,7 +73,7 @@ impl ModelPort {
             self.poll.wait();
             if self.port.has_requests() {
                 for r in self.port.take_requests() {
-                    r(crate::inspect::SchedulerDump {
+                    r(crate::scheduler::port::SchedulerDump {
                         scheduler: self.port.id,
                         thread: None,
                         tasks: Vec::new(),
@@ -89,7 +89,7 @@ impl ModelPort {
 /// A task and its scheduler, played by one model thread.
 #[derive(Debug)]
 pub struct ModelTask {
-    poll: crate::shared::Arc<PollStandIn>,
+    poll: crate::sys::threads::Arc<PollStandIn>,
     queue: Arc<RemoteQueue>,
     sched: SchedulerId,
     /// The number of the last pause made.
@@ -107,7 +107,7 @@ impl Default for ModelTask {
 impl ModelTask {
     /// A task on a scheduler of its own.
     pub fn new() -> ModelTask {
-        let poll = crate::shared::Arc::new(PollStandIn::default());
+        let poll = crate::sys::threads::Arc::new(PollStandIn::default());
         ModelTask {
             queue: Arc::new(RemoteQueue::model(poll.clone())),
             poll,
@@ -220,7 +220,7 @@ impl<T> HandoffProducer<T> {
 
 /// `block_on` as it runs inside a task, with `task` as the task.
 pub fn block_on_task<F: Future>(future: F, task: &mut ModelTask) -> F::Output {
-    crate::bridge::drive(future, Some(task))
+    crate::interop::future::drive(future, Some(task))
 }
 
 /// `watch::Receiver::changed` as it runs inside a task (`false`: closed).
@@ -248,8 +248,8 @@ pub fn broadcast_recv_task<T: Clone>(
 /// (`Runtime::spawn_on`) and the shared pool (`Runtime::spawn`), with the
 /// job loop of a worker's main task run by model threads.
 pub struct ModelWorkers {
-    inboxes: Vec<crate::runtime::worker::Inbox>,
-    pool: crate::runtime::worker::Pool,
+    inboxes: Vec<super::worker::Inbox>,
+    pool: super::worker::Pool,
 }
 
 impl std::fmt::Debug for ModelWorkers {
@@ -264,10 +264,8 @@ impl ModelWorkers {
     /// Queues for `n` workers.
     pub fn new(n: usize) -> ModelWorkers {
         ModelWorkers {
-            inboxes: (0..n)
-                .map(|_| crate::runtime::worker::Inbox::new())
-                .collect(),
-            pool: crate::runtime::worker::Pool::new(n),
+            inboxes: (0..n).map(|_| super::worker::Inbox::new()).collect(),
+            pool: super::worker::Pool::new(n),
         }
     }
 
@@ -295,15 +293,15 @@ impl ModelWorkers {
     /// running each job it starts at once, until its inbox is closed.
     pub fn run_worker(&self, index: usize, task: &mut ModelTask) {
         let mut taken = Vec::new();
-        let mut start = |job: crate::runtime::worker::Job| job();
-        while crate::runtime::worker::worker_turn(
+        let mut start = |job: super::worker::Job| job();
+        while super::worker::worker_turn(
             index,
             &self.inboxes[index],
             &self.pool,
             task,
             &mut taken,
             &mut start,
-        ) != crate::runtime::worker::Turn::Closed
+        ) != super::worker::Turn::Closed
         {}
     }
 }

@@ -40,12 +40,12 @@ macro_rules! failure_accessors {
         impl $ty {
             #[doc = concat!("True if the ", $what, " panicked.")]
             pub fn is_panic(&self) -> bool {
-                matches!(self.failure, $crate::failure::Failure::Panicked(_))
+                matches!(self.failure, $crate::protocol::join_failure::Failure::Panicked(_))
             }
 
             #[doc = concat!("True if the ", $what, " never finished: it was cancelled or torn down (see the type's docs).")]
             pub fn is_cancelled(&self) -> bool {
-                matches!(self.failure, $crate::failure::Failure::Cancelled(_))
+                matches!(self.failure, $crate::protocol::join_failure::Failure::Cancelled(_))
             }
 
             #[doc = concat!("The panic payload, or the error back if the ", $what, " did not panic.")]
@@ -55,8 +55,8 @@ macro_rules! failure_accessors {
             #[doc = concat!("Returns `self` if the ", $what, " was cancelled.")]
             pub fn try_into_panic(self) -> Result<Box<dyn std::any::Any + Send + 'static>, $ty> {
                 match self.failure {
-                    $crate::failure::Failure::Panicked(p) => Ok(p),
-                    $crate::failure::Failure::Cancelled(_) => Err(self),
+                    $crate::protocol::join_failure::Failure::Panicked(p) => Ok(p),
+                    $crate::protocol::join_failure::Failure::Cancelled(_) => Err(self),
                 }
             }
 

@@ -33,9 +33,9 @@
 
 use std::task::{Context, Poll};
 
+use super::suspend::suspend_if_task;
 use crate::protocol::{Op, Resume};
-use crate::suspend::suspend_if_task;
-use crate::task;
+use crate::scheduler::coroutine;
 
 /// Spends one unit of the running task's budget for an operation that
 /// may pause but can go ahead now; when the budget is spent, pauses first
@@ -43,7 +43,7 @@ use crate::task;
 /// before it goes on. Outside a task it does nothing.
 #[inline]
 pub(crate) fn proceed() {
-    if task::spend_running_budget() {
+    if coroutine::spend_running_budget() {
         defer();
     }
 }
@@ -66,7 +66,7 @@ fn defer() {
 /// completes calls [`spent_one`].
 #[inline]
 pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
-    if task::running_budget_exhausted() {
+    if coroutine::running_budget_exhausted() {
         cx.waker().wake_by_ref();
         return Poll::Pending;
     }
@@ -77,7 +77,7 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
 /// pausing (after [`poll_proceed`] said `Ready`); never pauses.
 #[inline]
 pub(crate) fn spent_one() {
-    let _ = task::spend_running_budget();
+    let _ = coroutine::spend_running_budget();
 }
 
 /// Spends one unit of the calling task's cooperative budget, and when the
@@ -177,13 +177,13 @@ pub fn unconstrained<R>(f: impl FnOnce() -> R) -> R {
     struct Leave(u32);
     impl Drop for Leave {
         fn drop(&mut self) {
-            task::with_running(|cx| {
+            coroutine::with_running(|cx| {
                 if let Some(cx) = cx {
                     cx.leave_unconstrained(self.0);
                 }
             });
         }
     }
-    let _leave = task::with_running(|cx| cx.map(|cx| Leave(cx.enter_unconstrained())));
+    let _leave = coroutine::with_running(|cx| cx.map(|cx| Leave(cx.enter_unconstrained())));
     f()
 }

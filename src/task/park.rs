@@ -16,12 +16,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::inspect::ParkedOn;
+use super::suspend::suspend;
 use crate::protocol::{IoId, Op, ParkToken, Resume, TaskId, WaitToken};
 use crate::reactor::RemoteQueue;
+use crate::scheduler::coroutine;
+use crate::scheduler::port::ParkedOn;
 use crate::scheduler::{try_with_scheduler, with_scheduler};
-use crate::suspend::suspend;
-use crate::task;
 
 /// Takes a token for the calling task's next [`park`].
 ///
@@ -29,8 +29,8 @@ use crate::task;
 ///
 /// Panics when called outside a task.
 pub fn park_token() -> ParkToken {
-    let key = match task::current_task() {
-        Some(id) if task::in_task() => id.key,
+    let key = match coroutine::current_task() {
+        Some(id) if coroutine::in_task() => id.key,
         _ => panic!(
             "yieldloop: park_token was called outside a task; \
              call it from inside yieldloop::run(..) or a task it spawned"
@@ -78,7 +78,7 @@ pub fn park(token: ParkToken, deadline: Option<Instant>) -> Resume {
 /// [`diag::dump`](crate::diag::dump).
 #[inline]
 pub(crate) fn park_on(token: ParkToken, deadline: Option<Instant>, on: ParkedOn) -> Resume {
-    crate::inspect::set_parked_on(on);
+    crate::scheduler::port::set_parked_on(on);
     suspend(Op::Park(token, deadline))
 }
 

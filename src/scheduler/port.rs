@@ -27,8 +27,8 @@ use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock, Weak};
 
-use crate::shared::atomic::{AtomicBool, Ordering};
-use crate::shared::Mutex;
+use crate::sys::threads::atomic::{AtomicBool, Ordering};
+use crate::sys::threads::Mutex;
 use std::time::{Duration, Instant};
 
 /// A request for a dump: called on the scheduler's thread with its dump.
@@ -605,9 +605,9 @@ fn shown(frames: &[Frame]) -> &[Frame] {
     // The switch: the last of these near the top; what calls it is shown.
     let switch = |f: &Frame| {
         let n = name(f);
-        n.starts_with("yieldloop::suspend::suspend_or")
-            || n.starts_with("yieldloop::suspend::suspend_yield")
-            || n.starts_with("yieldloop::task::")
+        n.starts_with("yieldloop::task::suspend::suspend_or")
+            || n.starts_with("yieldloop::task::suspend::suspend_yield")
+            || n.starts_with("yieldloop::scheduler::coroutine::")
             // The same frames inlined, named without their path (as with
             // limited debug info).
             || ["suspend_or<", "suspend_yield", "with_running<", "pause_inline"]
@@ -625,7 +625,7 @@ fn shown(frames: &[Frame]) -> &[Frame] {
         .iter()
         .position(|f| {
             let n = name(f);
-            n.starts_with("yieldloop::spawn::task_body")
+            n.starts_with("yieldloop::task::spawn::task_body")
                 || n.starts_with("yieldloop::runtime::worker::run_job")
         })
         .unwrap_or(rest.len());

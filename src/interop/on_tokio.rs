@@ -47,8 +47,8 @@ use std::thread;
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::{AbortHandle, JoinError};
 
-use crate::handoff::{Handoff, RemoteJoinError};
-use crate::task;
+use super::from_thread::{Handoff, RemoteJoinError};
+use crate::scheduler::coroutine;
 
 /// The shared runtime, once built.
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -149,7 +149,7 @@ where
     F::Output: Send + 'static,
 {
     let rt = runtime();
-    if !task::in_task() {
+    if !coroutine::in_task() {
         return on_thread(rt, future);
     }
     let (handoff, completer) = Handoff::new();

@@ -1,15 +1,15 @@
 //! [`suspend`]: the one way a task pauses, and the base of every
 //! blocking-style call above it.
 //!
-//! It sits above `task`, which switches stacks, and
+//! It sits above the scheduler's `coroutine`, which switches stacks, and
 //! `timeout`, which narrows each pause to the deadline of
 //! the enclosing timeout scope.
 
 use std::io;
 
+use super::timeout;
 use crate::protocol::{Op, Resume};
-use crate::task::{self, TaskContext};
-use crate::timeout;
+use crate::scheduler::coroutine::{self, TaskContext};
 
 /// Pauses the running task, hands `op` to the scheduler, and returns what the
 /// scheduler sends back when it resumes the task.
@@ -90,12 +90,12 @@ fn suspend_or(
     pause: impl FnOnce(&TaskContext, Op) -> Resume,
     outside: impl FnOnce(Op) -> Resume,
 ) -> Resume {
-    if task::forced_unwind() {
+    if coroutine::forced_unwind() {
         // A task being torn down, possibly one that never started and whose
         // captured values are dropped on the scheduler's stack: no pause.
         return Resume::Cancelled;
     }
-    task::with_running(
+    coroutine::with_running(
         #[inline(always)]
         move |cx| {
             let Some(cx) = cx else {

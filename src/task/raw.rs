@@ -26,7 +26,7 @@
 //! });
 //! ```
 
-pub use crate::coop::{consume_budget, poll_consume_budget, unconstrained};
-pub use crate::park::{park, park_token, RemoteUnparker};
+pub use super::coop::{consume_budget, poll_consume_budget, unconstrained};
+pub use super::park::{park, park_token, RemoteUnparker};
+pub use super::suspend::suspend;
 pub use crate::protocol::{IoId, Op, ParkToken, Resume};
-pub use crate::suspend::suspend;

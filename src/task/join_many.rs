@@ -2,10 +2,10 @@
 //! asyncio's `gather`), or whichever ends first ([`join_any`], the
 //! `select` over tasks).
 
-use crate::park::{park, park_token};
+use super::park::{park, park_token};
+use super::scope::ScopedJoinHandle;
+use super::spawn::{JoinError, JoinHandle};
 use crate::protocol::{Resume, TaskId};
-use crate::scope::ScopedJoinHandle;
-use crate::spawn::{JoinError, JoinHandle};
 
 /// A handle [`join_all`] and [`join_any`] can wait on: a [`JoinHandle`] or
 /// a [`ScopedJoinHandle`]. Sealed: it cannot be implemented outside this

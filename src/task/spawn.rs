@@ -9,13 +9,13 @@ use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 
-use crate::failure::{failure_accessors, Failure};
+use super::suspend::suspend;
+use super::task_local::{self, Inherited};
+use crate::protocol::join_failure::{failure_accessors, Failure};
 use crate::protocol::{Op, Resume, TaskId};
 use crate::scheduler;
+use crate::scheduler::coroutine;
 use crate::stack::DEFAULT_STACK_SIZE;
-use crate::suspend::suspend;
-use crate::task;
-use crate::task_local::{self, Inherited};
 
 /// Where a task leaves its outcome for its [`JoinHandle`].
 ///
@@ -112,7 +112,7 @@ where
         match panic::catch_unwind(AssertUnwindSafe(f)) {
             Ok(value) => outcome.slot.set(Ok(value)),
             Err(payload) => {
-                if task::forced_unwind() {
+                if coroutine::forced_unwind() {
                     // The coroutine's own teardown: let it reach the root.
                     panic::resume_unwind(payload);
                 }
@@ -315,7 +315,7 @@ impl<T> JoinHandle<T> {
         }
         if let Some(result) = self.slot.take() {
             // The task had ended: a join that goes ahead without a pause.
-            crate::coop::proceed();
+            super::coop::proceed();
             return result;
         }
         loop {
@@ -538,8 +538,8 @@ where
 
 /// The id of the task this is called from, or `None` outside a task.
 pub fn current_id() -> Option<TaskId> {
-    if task::in_task() {
-        task::current_task()
+    if coroutine::in_task() {
+        coroutine::current_task()
     } else {
         None
     }

@@ -30,13 +30,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use crate::failure::{failure_accessors, Failure};
-use crate::inspect::ParkedOn;
-use crate::park::{InTask, Pause, RemoteUnparker};
+use crate::protocol::join_failure::{failure_accessors, Failure};
 use crate::protocol::Resume;
+use crate::scheduler::port::ParkedOn;
+use crate::task::park::{InTask, Pause, RemoteUnparker};
 // The slot's `Arc` is std's: the handles that hold it are the runtime's,
 // and counting references is no part of the protocol the models check.
-use crate::shared::{Condvar, Mutex, MutexGuard};
+use crate::sys::threads::{Condvar, Mutex, MutexGuard};
 
 /// Why work handed to another thread produced no value: it panicked, or it
 /// never finished.
@@ -173,7 +173,7 @@ impl<T> Handoff<T> {
     /// Waits for the outcome: parks the calling task, or blocks the thread
     /// when called outside any task.
     pub(crate) fn wait(&self) -> Result<T, RemoteJoinError> {
-        if crate::spawn::current_id().is_some() {
+        if crate::task::spawn::current_id().is_some() {
             self.wait_in_task(&mut InTask(ParkedOn::OtherThread))
         } else {
             self.wait_blocking()

@@ -8,10 +8,10 @@
 //!
 //! # Where the values live
 //!
-//! Each task's context (at the top of its stack, see `task`) has a slot for
-//! its task-locals, empty until the task first uses a key: a task that
-//! never does costs no allocation, and no resume or pause ever looks at the
-//! slot. On first use a key's value is made from its initializer and
+//! Each task's context (at the top of its stack, see the scheduler's
+//! `coroutine`) has a slot for its task-locals, empty until the task first
+//! uses a key: a task that never does costs no allocation, and no resume or
+//! pause ever looks at the slot. On first use a key's value is made from its initializer and
 //! kept, behind an `Rc`, in a small list in that slot, found by the key's
 //! address. The task's body tears the list down on its way out, after the
 //! task's own frames, whether it returns, panics or is cancelled: each
@@ -46,99 +46,11 @@ use std::error::Error;
 use std::fmt;
 use std::rc::Rc;
 
-use crate::task;
+use crate::scheduler::coroutine;
 
 /// Makes a child's copy of an inherited value (the parent's, behind `&dyn
 /// Any`).
 type CloneFn = fn(&dyn Any) -> Rc<dyn Any>;
-
-/// Declares task-locals: each `static NAME: T = init;` becomes a
-/// [`LocalKey<T>`](LocalKey) whose value is made from `init` the first time
-/// a task uses it and dropped when that task ends.
-///
-/// The syntax is that of [`std::thread_local!`]: several statics in one
-/// invocation, each with its attributes (doc comments included) and
-/// visibility. One more attribute is understood: `#[inherit]` makes tasks
-/// spawned by a task that has a value for the key start with a clone of it
-/// (see [`LocalKey`]); it needs `T: Clone`.
-///
-/// # Examples
-///
-/// ```
-/// use std::cell::{Cell, RefCell};
-///
-/// yieldloop::task_local! {
-///     /// The request this task works for; spawned tasks carry it on.
-///     #[inherit]
-///     pub static REQUEST_ID: Cell<u64> = Cell::new(0);
-///     /// Lines this task logged (each task its own).
-///     static LOG: RefCell<Vec<String>> = RefCell::new(Vec::new());
-/// }
-///
-/// yieldloop::run(|| {
-///     REQUEST_ID.set(7);
-///     LOG.with_borrow_mut(|log| log.push("parent".to_string()));
-///     let child = yieldloop::spawn(|| {
-///         // Inherited: the parent's 7. Not inherited: a fresh, empty log.
-///         (REQUEST_ID.get(), LOG.with_borrow(|log| log.len()))
-///     });
-///     assert_eq!(child.join().unwrap(), (7, 0));
-/// });
-/// ```
-///
-/// `#[inherit]` needs a `Clone` type:
-///
-/// ```compile_fail
-/// struct Connection;
-/// yieldloop::task_local! {
-///     #[inherit]
-///     static CONN: Option<Connection> = None;
-/// }
-/// ```
-#[macro_export]
-macro_rules! task_local {
-    () => {};
-    ($(#[$($attr:tt)*])* $vis:vis static $name:ident : $t:ty = $init:expr; $($rest:tt)*) => {
-        $crate::task_local!(@key [] [] $(#[$($attr)*])* ; $vis static $name : $t = $init);
-        $crate::task_local!($($rest)*);
-    };
-    ($(#[$($attr:tt)*])* $vis:vis static $name:ident : $t:ty = $init:expr) => {
-        $crate::task_local!(@key [] [] $(#[$($attr)*])* ; $vis static $name : $t = $init);
-    };
-    // One key: sort `#[inherit]` out of the attributes (the first bracket
-    // keeps the others, the second says whether it was there), then write
-    // the static.
-    (@key [$($kept:tt)*] [$($inherit:tt)*] #[inherit] $($rest:tt)*) => {
-        $crate::task_local!(@key [$($kept)*] [inherit] $($rest)*);
-    };
-    (@key [$($kept:tt)*] [$($inherit:tt)*] #[$($attr:tt)*] $($rest:tt)*) => {
-        $crate::task_local!(@key [$($kept)* #[$($attr)*]] [$($inherit)*] $($rest)*);
-    };
-    (@key [$($kept:tt)*] [] ; $vis:vis static $name:ident : $t:ty = $init:expr) => {
-        $($kept)*
-        $vis static $name: $crate::task_local::LocalKey<$t> = {
-            fn __init() -> $t {
-                $init
-            }
-            $crate::task_local::LocalKey::__new(
-                ::core::concat!(::core::module_path!(), "::", ::core::stringify!($name)),
-                __init,
-            )
-        };
-    };
-    (@key [$($kept:tt)*] [inherit] ; $vis:vis static $name:ident : $t:ty = $init:expr) => {
-        $($kept)*
-        $vis static $name: $crate::task_local::LocalKey<$t> = {
-            fn __init() -> $t {
-                $init
-            }
-            $crate::task_local::LocalKey::__new_inherited(
-                ::core::concat!(::core::module_path!(), "::", ::core::stringify!($name)),
-                __init,
-            )
-        };
-    };
-}
 
 /// A key to a task-local value: each task that uses it gets its own `T`,
 /// made from the key's initializer on first use and dropped when the task
@@ -663,7 +575,7 @@ fn insert(key: usize, value: Rc<dyn Any>, inherit: Option<CloneFn>) -> Result<Rc
 /// back after. `f` must run no code of the user's (no initializer, clone
 /// or destructor): it would find the slot empty. No task: `OutsideTask`.
 fn edit<R>(f: impl FnOnce(&mut Option<Box<dyn Any>>) -> Result<R, Cause>) -> Result<R, Cause> {
-    task::with_locals(|cell| {
+    coroutine::with_locals(|cell| {
         let mut slot = cell.take();
         let r = f(&mut slot);
         cell.set(slot);
@@ -772,7 +684,7 @@ impl Drop for Teardown {
         // and anything after, get an error, not new values nobody would
         // drop), and only then are they dropped, out of the slot. Its box
         // allocates nothing.
-        let values = task::with_locals(|cell| cell.replace(Some(Box::new(TornDown))));
+        let values = coroutine::with_locals(|cell| cell.replace(Some(Box::new(TornDown))));
         drop(values);
     }
 }

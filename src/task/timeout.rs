@@ -16,7 +16,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::protocol::{Op, Resume};
-use crate::task::{self, TimeoutScope};
+use crate::scheduler::coroutine::{self, TimeoutScope};
 
 /// The error of a [`timeout`] whose deadline passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +73,7 @@ thread_local! {
 /// });
 /// ```
 pub fn timeout<T>(duration: Duration, f: impl FnOnce() -> T) -> Result<T, Elapsed> {
-    let deadline = crate::timer::deadline_after(duration);
+    let deadline = crate::scheduler::timers::deadline_after(duration);
     timeout_at(deadline, f)
 }
 
@@ -84,12 +84,12 @@ pub fn timeout<T>(duration: Duration, f: impl FnOnce() -> T) -> Result<T, Elapse
 /// Panics when called outside a task.
 pub fn timeout_at<T>(deadline: Instant, f: impl FnOnce() -> T) -> Result<T, Elapsed> {
     assert!(
-        task::in_task(),
+        coroutine::in_task(),
         "yieldloop: timeout was called outside a task; \
          call it from inside yieldloop::run(..) or a task it spawned"
     );
     let id = NEXT_SCOPE.with(|n| n.replace(n.get() + 1));
-    let outer = task::timeout_scope();
+    let outer = coroutine::timeout_scope();
     // Only the earliest deadline matters: an outer scope that ends first
     // stays in charge, and its expiry passes through this one.
     let effective = match outer {
@@ -101,21 +101,21 @@ pub fn timeout_at<T>(deadline: Instant, f: impl FnOnce() -> T) -> Result<T, Elap
     struct Reset(Option<TimeoutScope>);
     impl Drop for Reset {
         fn drop(&mut self) {
-            task::set_timeout_scope(self.0);
+            coroutine::set_timeout_scope(self.0);
         }
     }
 
-    task::set_timeout_scope(Some(effective));
+    coroutine::set_timeout_scope(Some(effective));
     let reset = Reset(outer);
     let result = panic::catch_unwind(AssertUnwindSafe(f));
     drop(reset);
     match result {
         // An intercepted C call (feature `hook`) cannot unwind: the deadline
         // made it fail instead, and the scope ends here.
-        Ok(_) if task::take_expired_scope(id) => Err(Elapsed(())),
+        Ok(_) if coroutine::take_expired_scope(id) => Err(Elapsed(())),
         Ok(v) => Ok(v),
         Err(p) if p.downcast_ref::<Expired>().is_some_and(|e| e.0 == id) => {
-            task::take_expired_scope(id);
+            coroutine::take_expired_scope(id);
             Err(Elapsed(()))
         }
         // A panic, an outer scope's expiry or a cancellation: let it go on.
@@ -141,7 +141,7 @@ pub(crate) fn scoped(op: Op, timeout: TimeoutScope, raw: impl Fn(Op) -> Resume) 
     let narrowed = match op {
         Op::Yield | Op::Defer => {
             // A deadline `<= now` is due.
-            if crate::timer::now() >= s {
+            if crate::scheduler::timers::now() >= s {
                 expire(timeout);
             }
             return raw(op);

@@ -130,7 +130,7 @@ pub(crate) fn warn(
     limit: Duration,
     cancelled: bool,
 ) {
-    if crate::observe::slow_task(serial, name, held.as_secs_f64() * 1e3, limit.as_millis()) {
+    if super::tracing_events::slow_task(serial, name, held.as_secs_f64() * 1e3, limit.as_millis()) {
         return;
     }
     let who = TaskLabel { serial, name };
@@ -316,7 +316,7 @@ const STUCK_FACTOR: u64 = 10;
 /// the task ever pauses.
 #[cold]
 fn warn_stuck(serial: u64, held: Duration) {
-    if crate::observe::stuck_task(serial, held.as_secs_f64()) {
+    if super::tracing_events::stuck_task(serial, held.as_secs_f64()) {
         return;
     }
     eprintln!(

@@ -39,13 +39,13 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::inspect::ParkedOn;
-use crate::park::{InTask, Pause, RemoteUnparker};
 use crate::protocol::{ParkToken, Resume};
-use crate::shared::thread::{self, Thread};
-use crate::shared::{Mutex, MutexGuard};
-use crate::spawn::JoinHandle;
-use crate::task;
+use crate::scheduler::coroutine;
+use crate::scheduler::port::ParkedOn;
+use crate::sys::threads::thread::{self, Thread};
+use crate::sys::threads::{Mutex, MutexGuard};
+use crate::task::park::{InTask, Pause, RemoteUnparker};
+use crate::task::spawn::JoinHandle;
 
 /// Runs `future` to completion and returns its output: inside a task, the
 /// task pauses between polls while the other tasks of its thread run;
@@ -146,7 +146,7 @@ use crate::task;
 /// assert_eq!(n, 42);
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
-    if task::in_task() {
+    if coroutine::in_task() {
         drive(future, Some(&mut InTask(ParkedOn::Future)))
     } else {
         drive(future, None::<&mut InTask>)
@@ -174,7 +174,7 @@ pub(crate) fn drive<F: Future>(future: F, mut pause: Option<&mut impl Pause>) ->
             // that is always ready, or that answered `Pending` because
             // the budget was spent (and woke itself), is polled again only
             // after the other tasks have had their turn.
-            crate::coop::proceed();
+            crate::task::coop::proceed();
         }
         if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
             return v;
@@ -198,7 +198,7 @@ pub(crate) fn drive<F: Future>(future: F, mut pause: Option<&mut impl Pause>) ->
 /// [`Sleep`](crate::Sleep), say), only time can wake the task, and the
 /// unparker is exempted so the clock may jump.
 fn wait_in_task(signal: &Arc<Signal>, waker: &Waker, pause: &mut impl Pause) -> bool {
-    let local = crate::timer::paused_at().is_some() && {
+    let local = crate::scheduler::timers::paused_at().is_some() && {
         // `block_on` holds the signal once and `waker` once; more are the
         // future's copies.
         let kept = Arc::strong_count(signal).saturating_sub(2);
@@ -400,5 +400,5 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    crate::spawn::spawn(move || block_on(future))
+    crate::task::spawn::spawn(move || block_on(future))
 }

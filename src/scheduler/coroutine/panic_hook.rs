@@ -59,11 +59,12 @@ pub(crate) fn install() {
             #[cfg(feature = "tracing")]
             with_running_label(|label| {
                 if let Some(label) = label {
-                    crate::observe::task_panicked(
+                    crate::scheduler::tracing_events::task_panicked(
                         label.serial,
                         label.name,
                         &info.location().map(|l| l.to_string()).unwrap_or_default(),
-                        crate::failure::payload_text(info.payload()).unwrap_or("Box<dyn Any>"),
+                        crate::protocol::join_failure::payload_text(info.payload())
+                            .unwrap_or("Box<dyn Any>"),
                     );
                 }
             });
@@ -118,7 +119,7 @@ fn report(label: TaskLabel<'_>, at: Option<&Location<'_>>, payload: &(dyn Any + 
     if let Some(at) = at {
         let _ = write!(out, " at {at}");
     }
-    let message = crate::failure::payload_text(payload).unwrap_or("Box<dyn Any>");
+    let message = crate::protocol::join_failure::payload_text(payload).unwrap_or("Box<dyn Any>");
     let _ = writeln!(out, ":\n{message}");
     match backtrace_style() {
         BacktraceStyle::Off => {

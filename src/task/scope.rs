@@ -29,11 +29,11 @@ use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 
+use super::spawn::{Builder, JoinError, JoinHandle, UnjoinedPanic};
+use super::suspend::suspend;
 use crate::protocol::{Op, TaskId};
 use crate::scheduler;
-use crate::spawn::{Builder, JoinError, JoinHandle, UnjoinedPanic};
-use crate::suspend::suspend;
-use crate::task;
+use crate::scheduler::coroutine;
 
 /// Runs `f` with a [`Scope`] whose tasks may borrow anything that outlives
 /// the call, and returns once every task spawned in the scope has ended.
@@ -125,7 +125,7 @@ where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
 {
     assert!(
-        task::in_task(),
+        coroutine::in_task(),
         "yieldloop: scope was called outside a task; \
          call it from inside yieldloop::run(..) or a task it spawned"
     );
@@ -246,11 +246,11 @@ impl<'scope> Scope<'scope, '_> {
         let f = move || match panic::catch_unwind(AssertUnwindSafe(f)) {
             Ok(v) => v,
             Err(payload) => {
-                if !task::forced_unwind() {
+                if !coroutine::forced_unwind() {
                     // A panic of this task: the first one cancels the
                     // others, at once. (This task runs, so it is spared.)
                     if !self.failed.replace(true) {
-                        self.cancel_children(task::current_task());
+                        self.cancel_children(coroutine::current_task());
                     }
                 }
                 panic::resume_unwind(payload)
@@ -294,7 +294,7 @@ impl<'scope> Scope<'scope, '_> {
     /// });
     /// ```
     pub fn cancel_all(&self) {
-        self.cancel_children(task::current_task());
+        self.cancel_children(coroutine::current_task());
     }
 
     /// Cancels every child but `spare`. A paused child is torn down on the
