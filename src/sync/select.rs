@@ -41,7 +41,7 @@ use std::fmt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::waitq::OnDrop;
+use super::wait::OnDrop;
 use crate::inspect::ParkedOn;
 use crate::park::{park_on, park_token};
 use crate::protocol::ParkToken;
