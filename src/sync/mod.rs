@@ -106,38 +106,37 @@
 //! `semaphore`, `notify`, `waitgroup`, `once`, and the modules [`mpsc`],
 //! [`watch`], [`broadcast`]), the single-thread ones under [`local`]
 //! (`local/mutex`, `local/semaphore`, `local/notify`, `local/waitgroup`,
-//! and the channels in `local/mod`). Each kind is written once and made
-//! single-thread or cross-thread by a flavor; the public types of both are
-//! thin faces over it, with their own docs:
+//! and the channels in `local/mod`). Each kind is written once, over a
+//! flavor that makes it single-thread or cross-thread; the public types of
+//! both flavors are thin faces over it, each with its own docs:
 //!
 //! ```text
-//!   sync::Mutex  local::Mutex   sync::Semaphore  local::Semaphore  ...
-//!          \      /                     \          /
-//!       logic::RawMutex<F>            logic::Semaphore<F>   ...  chan::Chan<T, F>
-//!                 \                          |                   /
-//!                  wait: publish an entry, pause, remove it, learn how woken
-//!                                            |
-//!                  waiters: the one waiter list, Waiters<F, K>
-//!                                            |
-//!                  flavor: F = Local (RefCell, ParkToken, tasks)
-//!                        | CrossThread (std Mutex, token + RemoteUnparker
-//!                                       or a Thread, tasks and threads)
+//!  local::Mutex  Mutex   local::Semaphore  Semaphore  ...   local::channel  mpsc
+//!         \      /              \          /                       \       /
+//!     logic::RawMutex<F>     logic::Semaphore<F>    ...        chan::Chan<T, F>
+//!               \                   |                                |
+//!                wait: queue, pause, remove, learn how woken          |
+//!                                    |                                |
+//!                waiters::Waiters<F, K> ─ its FIFO, WaitQueue ─ the channels' queues
+//!                                    |                                |
+//!                flavor::Flavor: Local | CrossThread ──── chan::ChanFlavor: Flavor
 //! ```
 //!
-//! - `flavor`: `Local` and `CrossThread`, the lock around a state, a
-//!   mutex's lock word, a waiter's wake handle and who may wait.
-//! - `waiters`: the one waiter list every primitive queues its waiters in,
-//!   and `wait`: the one way a waiter waits on it (a task parks; across
-//!   threads a plain thread blocks), with the hand-on of whatever a waiter
-//!   unwound out of its pause was given.
+//! - `flavor`: `Local` and `CrossThread`: the lock around a state, a
+//!   mutex's lock word, a waiter's wake handle, when a waker wakes it and
+//!   who may wait.
+//! - `waiters`: the one waiter list every primitive queues its waiters in;
+//!   `wait`: the one way a waiter waits on it (a task parks, across threads
+//!   a plain thread blocks), handing on whatever a waiter unwound out of
+//!   its pause was given.
 //! - `logic`: each primitive's logic, once for both flavors: the semaphore
 //!   (also [`Notify`]'s), a mutex's lock, the count a [`WaitGroup`] or an
 //!   [`local::Event`] waits on, the barrier. [`RwLock`], [`Condvar`] and
 //!   [`OnceCell`], which exist across threads only, hold theirs in their
 //!   own files.
-//! - `chan`: the channel core (state, rules, handle plumbing) that both
-//!   channel kinds share; `oneshot`: [`oneshot()`], on the single-thread
-//!   channel; `select`: [`Select`]; `error`: [`SendError`],
+//! - `chan`: the channel core (state, rules, handle plumbing) of both
+//!   channel kinds, on the same flavors; `oneshot`: [`oneshot()`], on the
+//!   single-thread channel; `select`: [`Select`]; `error`: [`SendError`],
 //!   [`TrySendError`], [`RecvError`], [`TryRecvError`],
 //!   [`RecvTimeoutError`].
 //! - `fanout`: the core of [`watch`] and [`broadcast`], whose every change

@@ -18,13 +18,15 @@
 //! });
 //! ```
 //!
-//! They are the channel core (the private `sync::chan` module) in its
-//! single-thread flavor.
-//! The state sits in an `Rc<RefCell<..>>`, not behind a lock: every handle
-//! lives on one scheduler's thread (none of them is `Send`), and no borrow
-//! is ever held across a pause, so a borrow can never be contended. Every
-//! waiter is a task of that scheduler, woken through its [`ParkToken`]
-//! without any atomic operation.
+//! They are the channels and primitives of [`sync`](super) in its
+//! single-thread flavor: the same code (the channel core, each
+//! primitive's logic, the one waiter list) as the cross-thread kinds, made
+//! with a `RefCell` where those take a lock. The state sits in an
+//! `Rc<RefCell<..>>` (or a `RefCell` the caller shares through an `Rc`),
+//! not behind a lock: every handle lives on one scheduler's thread (none of
+//! them is `Sync`), and no borrow is ever held across a pause, so a borrow
+//! can never be contended. Every waiter is a task of that scheduler, woken
+//! through its [`ParkToken`] without any atomic operation.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};

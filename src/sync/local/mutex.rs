@@ -17,7 +17,9 @@ use crate::sync::logic::RawMutex;
 /// Unlocking with tasks waiting hands the lock to the one that has waited
 /// longest: acquisition is first come, first served, so no waiter starves
 /// and a task that unlocks and relocks at once goes to the back of the
-/// queue. Underneath it is a lock word in a `Cell` guarding a `RefCell`.
+/// queue. Underneath it is the lock of the cross-thread
+/// [`sync::Mutex`](crate::sync::Mutex), its word a plain `Cell` rather than
+/// an atomic, guarding a `RefCell`.
 ///
 /// Single-thread: share it between the tasks of one scheduler through an
 /// `Rc`. There is no poisoning: a task that panics while holding the guard
