@@ -51,7 +51,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::error::SendError;
-use super::xwait::{Channel, Counted, NotReady};
+use super::fanout::{Channel, Counted, ReceiverShare, SenderShare};
+use super::flavor::Wakeups;
+use super::wait::NotReady;
 
 /// Why a receive got no value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,8 +100,6 @@ impl fmt::Display for TryRecvError {
 impl Error for TryRecvError {}
 
 /// What the handles share. Values are dropped outside its lock.
-type Shared<T> = Channel<State<T>>;
-
 struct State<T> {
     /// The values kept, oldest first; the first has number `head`.
     buf: VecDeque<T>,
@@ -142,29 +142,33 @@ pub fn channel<T: Clone>(capacity: usize) -> (Sender<T>, Receiver<T>) {
         capacity > 0,
         "yieldloop: a broadcast channel needs capacity"
     );
-    let shared = Arc::new(Channel::new(State {
+    let (tx, rx) = Channel::open(State {
         buf: VecDeque::with_capacity(capacity),
         cap: capacity,
         head: 0,
-    }));
+    });
     (
-        Sender {
-            shared: shared.clone(),
+        Sender { shared: tx },
+        Receiver {
+            shared: rx,
+            next: 0,
         },
-        Receiver { shared, next: 0 },
     )
 }
 
 /// The sending half of a broadcast [`channel`]; cloning it gives another
 /// sender.
+///
+/// The last sender dropped closes the channel: waiting receivers wake,
+/// take what is left, then learn it is over.
 pub struct Sender<T> {
-    shared: Arc<Shared<T>>,
+    shared: SenderShare<State<T>>,
 }
 
 /// A receiving half of a broadcast [`channel`]; get more with
 /// [`Sender::subscribe`] or [`Receiver::resubscribe`].
 pub struct Receiver<T> {
-    shared: Arc<Shared<T>>,
+    shared: ReceiverShare<State<T>>,
     /// The number of the next value this receiver takes.
     next: u64,
 }
@@ -199,11 +203,7 @@ impl<T> Sender<T> {
 
     /// A new receiver, which receives the values sent from now on.
     pub fn subscribe(&self) -> Receiver<T> {
-        let st = self.shared.add_receiver();
-        Receiver {
-            shared: self.shared.clone(),
-            next: st.tail(),
-        }
+        Receiver::from_now(&self.shared)
     }
 
     /// How many receivers there are.
@@ -214,18 +214,9 @@ impl<T> Sender<T> {
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
-        self.shared.add_sender();
         Sender {
             shared: self.shared.clone(),
         }
-    }
-}
-
-impl<T> Drop for Sender<T> {
-    /// The last sender closes the channel: waiting receivers wake, take
-    /// what is left, then learn it is over.
-    fn drop(&mut self) {
-        self.shared.drop_sender();
     }
 }
 
@@ -329,11 +320,15 @@ impl<T> Receiver<T> {
     /// A new receiver of the same channel, which receives the values sent
     /// from now on (not those this one has yet to receive).
     pub fn resubscribe(&self) -> Receiver<T> {
-        let st = self.shared.add_receiver();
-        Receiver {
-            shared: self.shared.clone(),
-            next: st.tail(),
-        }
+        Receiver::from_now(&self.shared)
+    }
+
+    /// A new receiver of `chan`, starting at the values sent from now on.
+    fn from_now(chan: &Arc<Channel<State<T>>>) -> Receiver<T> {
+        let (shared, st) = chan.subscribe();
+        let next = st.tail();
+        drop(st);
+        Receiver { shared, next }
     }
 
     /// How many values this receiver has yet to receive (those it missed
@@ -346,12 +341,6 @@ impl<T> Receiver<T> {
     /// True if this receiver has nothing to receive now.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-impl<T> Drop for Receiver<T> {
-    fn drop(&mut self) {
-        self.shared.drop_receiver();
     }
 }
 

@@ -4,9 +4,10 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use super::flavor::{CrossThread, Deferred, Lock, Wakeups};
 use super::mutex::{Mutex, MutexGuard};
-use super::waiters::{self, lock, Waiters};
-use crate::sync::waitq::Woken;
+use super::wait;
+use super::waiters::{WithWaiters, Woken};
 use crate::sys::threads::Mutex as StdMutex;
 
 /// A condition variable for the cross-thread [`Mutex`]: a task waiting on
@@ -57,7 +58,7 @@ use crate::sys::threads::Mutex as StdMutex;
 /// ```
 #[derive(Default)]
 pub struct Condvar {
-    waiters: StdMutex<Waiters>,
+    waiters: StdMutex<WithWaiters<CrossThread, ()>>,
 }
 
 /// Whether [`Condvar::wait_timeout`] returned because its time ran out.
@@ -123,19 +124,22 @@ impl Condvar {
         // The guard's unlock is done by hand, once this waiter is queued: a
         // notification sent after the unlock finds it there.
         std::mem::forget(guard);
-        let st = lock(&self.waiters);
-        let (st, woken) = waiters::wait(
+        let st = Lock::lock(&self.waiters);
+        let (st, woken) = wait::wait(
             &self.waiters,
             st,
             (),
             deadline,
-            || mutex.unlock(),
+            || mutex.raw.unlock(),
             // Picked by notify_one, then unwound: pass it on.
-            |st, woken| match woken {
-                Woken::One => st.wake_one().into_iter().collect(),
-                _ => Vec::new(),
+            |st: &mut WithWaiters<CrossThread, ()>, woken| {
+                let mut wakes = Deferred::default();
+                if woken == Woken::One {
+                    st.waiters.wake_one(&mut wakes);
+                }
+                wakes
             },
-            "a Condvar",
+            "for a Condvar",
         );
         drop(st);
         let guard = mutex.lock();
@@ -144,23 +148,22 @@ impl Condvar {
 
     /// Wakes the longest waiter, if any.
     pub fn notify_one(&self) {
-        let wake = lock(&self.waiters).wake_one();
-        if let Some(w) = wake {
-            w.wake();
-        }
+        let mut wakes = Deferred::default();
+        Lock::lock(&self.waiters).waiters.wake_one(&mut wakes);
+        wakes.wake();
     }
 
     /// Wakes every waiter waiting now.
     pub fn notify_all(&self) {
-        let wakes = lock(&self.waiters).wake_all();
-        waiters::wake_all(wakes);
+        let wakes = Lock::lock(&self.waiters).waiters.take_all();
+        wakes.wake();
     }
 }
 
 impl fmt::Debug for Condvar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Condvar")
-            .field("waiting", &lock(&self.waiters).len())
+            .field("waiting", &Lock::lock(&self.waiters).waiters.len())
             .finish()
     }
 }

@@ -70,29 +70,6 @@
 //! (`lock`, `acquire`, the `wait`s), which aborts the process as any panic
 //! during unwinding does.
 //!
-//! # Layout
-//!
-//! - `waitq`: the waiter queue and park step everything here is made of.
-//! - `chan`: the channel core (state, rules, handle plumbing) that both
-//!   channel kinds share, made single-thread or cross-thread by a flavor.
-//! - [`local`]: the single-thread channels, [`local::channel`] and
-//!   [`local::sync_channel`], and the single-thread primitives below;
-//!   `oneshot`: [`oneshot`].
-//! - `error`: [`SendError`], [`TrySendError`], [`RecvError`],
-//!   [`TryRecvError`], [`RecvTimeoutError`].
-//! - [`mpsc`]: the cross-thread channels.
-//! - [`watch`], [`broadcast`]: the cross-thread channels of the latest
-//!   value and of every value to every receiver; `xwait`: their wait list,
-//!   whose waiters (tasks of any scheduler, plain threads) wake all at
-//!   once.
-//! - `select`: [`Select`].
-//! - `cross`: the cross-thread primitives, on one waiter queue of tasks or
-//!   threads behind a std mutex.
-//! - `semaphore`: [`local::Semaphore`]; `mutex`: [`local::Mutex`] (a
-//!   one-permit semaphore around a `RefCell`).
-//! - `waitgroup`: [`local::WaitGroup`], [`local::Barrier`]; `notify`:
-//!   [`local::Notify`], [`local::Event`].
-//!
 //! # Example
 //!
 //! A worker pool fed through a bounded channel, its results gathered
@@ -124,20 +101,55 @@
 //!
 //! # Layout
 //!
-//! The files follow the public paths. The cross-thread primitives sit at
-//! this module's root, one file each (`mutex`, `rwlock`, `condvar`,
-//! `semaphore`, `notify`, `waitgroup`, `once`), all on one waiter list,
-//! `waiters` (a FIFO behind a std mutex whose waiters are tasks of any
-//! scheduler or plain threads); `watch` and `broadcast` wake every waiter
-//! at once through `xwait`. The single-thread primitives are under
-//! `local/`, on `waitq`. The channels, local and cross-thread, are one
-//! implementation in `chan/`, parameterised by a `Flavor`.
+//! The files follow the public paths: the cross-thread kinds at this
+//! module's root, one file each (`mutex`, `rwlock`, `condvar`,
+//! `semaphore`, `notify`, `waitgroup`, `once`, and the modules [`mpsc`],
+//! [`watch`], [`broadcast`]), the single-thread ones under [`local`]
+//! (`local/mutex`, `local/semaphore`, `local/notify`, `local/waitgroup`,
+//! and the channels in `local/mod`). Each kind is written once, over a
+//! flavor that makes it single-thread or cross-thread; the public types of
+//! both flavors are thin faces over it, each with its own docs:
+//!
+//! ```text
+//!  local::Mutex  Mutex   local::Semaphore  Semaphore  ...   local::channel  mpsc
+//!         \      /              \          /                       \       /
+//!     logic::RawMutex<F>     logic::Semaphore<F>    ...        chan::Chan<T, F>
+//!               \                   |                                |
+//!                wait: queue, pause, remove, learn how woken          |
+//!                                    |                                |
+//!                waiters::Waiters<F, K> ─ its FIFO, WaitQueue ─ the channels' queues
+//!                                    |                                |
+//!                flavor::Flavor: Local | CrossThread ──── chan::ChanFlavor: Flavor
+//! ```
+//!
+//! - `flavor`: `Local` and `CrossThread`: the lock around a state, a
+//!   mutex's lock word, a waiter's wake handle, when a waker wakes it and
+//!   who may wait.
+//! - `waiters`: the one waiter list every primitive queues its waiters in;
+//!   `wait`: the one way a waiter waits on it (a task parks, across threads
+//!   a plain thread blocks), handing on whatever a waiter unwound out of
+//!   its pause was given.
+//! - `logic`: each primitive's logic, once for both flavors: the semaphore
+//!   (also [`Notify`]'s), a mutex's lock, the count a [`WaitGroup`] or an
+//!   [`local::Event`] waits on, the barrier. [`RwLock`], [`Condvar`] and
+//!   [`OnceCell`], which exist across threads only, hold theirs in their
+//!   own files.
+//! - `chan`: the channel core (state, rules, handle plumbing) of both
+//!   channel kinds, on the same flavors; `oneshot`: [`oneshot()`], on the
+//!   single-thread channel; `select`: [`Select`]; `error`: [`SendError`],
+//!   [`TrySendError`], [`RecvError`], [`TryRecvError`],
+//!   [`RecvTimeoutError`].
+//! - `fanout`: the core of [`watch`] and [`broadcast`], whose every change
+//!   wakes all their waiters.
 
 pub mod broadcast;
 mod chan;
 mod condvar;
 mod error;
+mod fanout;
+mod flavor;
 pub mod local;
+mod logic;
 pub mod mpsc;
 mod mutex;
 mod notify;
@@ -146,11 +158,10 @@ mod oneshot;
 mod rwlock;
 mod select;
 mod semaphore;
+mod wait;
 mod waiters;
 mod waitgroup;
-mod waitq;
 pub mod watch;
-mod xwait;
 
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};

@@ -10,13 +10,13 @@
 //!   makes progress possible wakes it through a
 //!   [`RemoteUnparker`] handle, which interrupts that
 //!   scheduler's poll;
-//! - on a plain thread (no `yieldloop::run` on it), it blocks the thread on
-//!   a `Condvar`, like std's channels.
+//! - on a plain thread (no `yieldloop::run` on it), it blocks the thread,
+//!   like std's channels, until it is unparked.
 //!
 //! So the schedulers of several threads, and plain threads, can feed each
 //! other. The state is an `Arc<Mutex<..>>`: a std mutex, not a task-aware
 //! one, because nothing ever pauses while holding it (the lock is taken for
-//! a few instructions and released before any park or condvar wait).
+//! a few instructions and released before any park).
 //!
 //! # Waking across threads
 //!
@@ -63,67 +63,27 @@
 //! plain.join().unwrap();
 //! ```
 
-use std::sync::PoisonError;
-use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
-use super::chan::{self, channel_handles, Flavor, Guard};
+use super::chan::{self, channel_handles, ChanFlavor, Guard};
 pub use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
+use super::flavor::{CrossThread, Wake};
 use super::select::sealed::Fired;
-use super::waitq::WaitQueue;
+use super::waiters::WaitQueue;
 use crate::protocol::ParkToken;
 use crate::sys::threads::atomic::{AtomicBool, Ordering};
-use crate::sys::threads::{Arc, Condvar};
+use crate::sys::threads::{thread, Arc};
 use crate::task::park::RemoteUnparker;
-
-thread_local! {
-    /// This thread's id, without the `Arc` clone of `thread::current()`.
-    static THREAD: ThreadId = thread::current().id();
-}
-
-fn this_thread() -> ThreadId {
-    THREAD.with(|t| *t)
-}
-
-/// The cross-thread flavor of the channel core: the state sits in a
-/// `Mutex`, and a waiter is a task of any scheduler or a plain thread.
-#[derive(Debug)]
-struct CrossThread {
-    /// Plain threads waiting to receive sleep on this one…
-    recv_cv: Condvar,
-    /// … and plain threads waiting to send on this one.
-    send_cv: Condvar,
-}
-
-impl CrossThread {
-    fn new() -> CrossThread {
-        CrossThread {
-            recv_cv: Condvar::new(),
-            send_cv: Condvar::new(),
-        }
-    }
-}
 
 /// The shared state of one channel.
 type Chan<T> = chan::Chan<T, CrossThread>;
 
 /// One task or plain thread waiting on a cross-thread channel.
-struct TaskOrThread {
-    how: How,
+pub(crate) struct TaskOrThread {
+    wake: Wake,
     /// Set by whoever wakes it; the waiter reads it after its entry is
     /// gone, to know whether it holds a wake-up to use or hand on.
     fired: Arc<AtomicBool>,
-}
-
-enum How {
-    /// A parked task: `token` on its own thread, `remote` from others.
-    Task {
-        token: ParkToken,
-        remote: RemoteUnparker,
-        thread: ThreadId,
-    },
-    /// A plain thread blocked on one of the channel's condvars.
-    Thread,
 }
 
 impl TaskOrThread {
@@ -138,45 +98,32 @@ impl TaskOrThread {
     fn task(token: ParkToken, fired: Arc<AtomicBool>) -> (TaskOrThread, RemoteUnparker) {
         let remote = token.remote();
         let keep = remote.clone();
-        let waiter = TaskOrThread {
-            how: How::Task {
-                token,
-                remote,
-                thread: this_thread(),
-            },
-            fired,
-        };
-        (waiter, keep)
+        let wake = Wake::Task { token, remote };
+        (TaskOrThread { wake, fired }, keep)
     }
 
+    /// The calling plain thread, which blocks until its flag is set.
     fn thread(fired: Arc<AtomicBool>) -> TaskOrThread {
         TaskOrThread {
-            how: How::Thread,
+            wake: Wake::Thread(thread::current()),
             fired,
         }
     }
 
     /// Wakes the waiter. Returns false only when it is known to have
     /// stopped waiting (a task of this thread); see the module docs.
-    fn wake(&self, cv: &Condvar) -> bool {
-        match &self.how {
-            How::Task { token, thread, .. } if *thread == this_thread() => {
-                if token.unpark() {
+    fn wake(&self) -> bool {
+        match self.wake.unpark_here() {
+            Some(woke) => {
+                if woke {
                     self.fired.store(true, Ordering::Release);
-                    true
-                } else {
-                    false
                 }
+                woke
             }
-            How::Task { remote, .. } => {
+            None => {
+                // Set before the wake-up, which the waiter may see at once.
                 self.fired.store(true, Ordering::Release);
-                remote.unpark();
-                true
-            }
-            How::Thread => {
-                self.fired.store(true, Ordering::Release);
-                // All of them: each sleeper checks its own flag.
-                cv.notify_all();
+                self.wake.send();
                 true
             }
         }
@@ -188,27 +135,28 @@ fn in_task() -> bool {
     crate::task::spawn::current_id().is_some()
 }
 
+/// The cross-thread flavor of the channel core: the state sits in a
+/// `Mutex`, and a waiter is a task of any scheduler or a plain thread.
 // `#[inline]` throughout, for the reason given at the single-thread flavor.
-impl Flavor for CrossThread {
-    type Lock<S> = crate::sys::threads::Mutex<S>;
+impl ChanFlavor for CrossThread {
     type Receiver = TaskOrThread;
     type Sender = TaskOrThread;
 
     #[inline]
-    fn wake_one(&self, q: &mut WaitQueue<TaskOrThread>) -> bool {
-        q.take_first(|w| w.wake(&self.recv_cv)).is_some()
+    fn wake_one(q: &mut WaitQueue<TaskOrThread>) -> bool {
+        q.take_first(|w| w.wake()).is_some()
     }
 
     #[inline]
-    fn wake_all(&self, q: &mut WaitQueue<TaskOrThread>) {
+    fn wake_all(q: &mut WaitQueue<TaskOrThread>) {
         for (_, w) in q.take_all() {
-            w.wake(&self.recv_cv);
+            w.wake();
         }
     }
 
     #[inline]
-    fn wake_sender(&self, w: &TaskOrThread) -> bool {
-        w.wake(&self.send_cv)
+    fn wake_sender(w: &TaskOrThread) -> bool {
+        w.wake()
     }
 
     #[inline]
@@ -233,64 +181,62 @@ impl Flavor for CrossThread {
         if in_task() {
             return chan.park_receiver(st, deadline);
         }
-        // A plain thread sleeps on the condvar until a sender picks it.
+        // A plain thread blocks until a sender picks it.
         let fired = Arc::new(AtomicBool::new(false));
-        let reg = st.register(
-            (
-                TaskOrThread::thread(fired.clone()),
-                Fired::Shared(fired),
-                None,
-            ),
-            &chan.flavor,
-        );
-        let cv = &chan.flavor.recv_cv;
+        let reg = st.register((
+            TaskOrThread::thread(fired.clone()),
+            Fired::Shared(fired),
+            None,
+        ));
         while !reg.fired.shared_get() {
-            st = match deadline {
-                None => cv.wait(st).unwrap_or_else(PoisonError::into_inner),
+            // An unpark that came before the park returns it at once; a
+            // spurious one, or one meant for an earlier wait, makes the
+            // loop look again.
+            match deadline {
+                None => {
+                    drop(st);
+                    thread::park();
+                }
                 Some(d) => {
                     let now = crate::scheduler::timers::now();
                     if now >= d {
                         break;
                     }
-                    cv.wait_timeout(st, d - now)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0
+                    drop(st);
+                    thread::park_timeout(d - now);
                 }
-            };
+            }
+            st = chan.lock();
         }
         st.unregister(&reg);
         Ok(st)
     }
 
     #[inline]
-    fn wait_sender<T>(
-        chan: &Chan<T>,
-        mut st: Guard<'_, T, CrossThread>,
+    fn wait_sender<'a, T>(
+        chan: &'a Chan<T>,
+        mut st: Guard<'a, T, CrossThread>,
         value: T,
     ) -> Result<(), SendError<T>> {
         if in_task() {
             return chan.park_sender(st, value);
         }
-        // A plain thread sleeps on the condvar until a receiver takes the
-        // value or goes.
+        // A plain thread blocks until a receiver takes the value or goes.
         let waiter = TaskOrThread::thread(Arc::new(AtomicBool::new(false)));
-        let id = st.queue_sender(waiter, value, &chan.flavor);
+        let id = st.queue_sender(waiter, value);
         loop {
             if let Some(sent) = st.sent(id, false) {
                 return sent;
             }
-            st = chan
-                .flavor
-                .send_cv
-                .wait(st)
-                .unwrap_or_else(PoisonError::into_inner);
+            drop(st);
+            thread::park();
+            st = chan.lock();
         }
     }
 }
 
 channel_handles! {
     shared: Arc<Chan>,
-    flavor: CrossThread::new(),
 
     /// Creates an unbounded channel between threads. Sends never pause or
     /// block; a receive parks the task (or blocks the plain thread) until a

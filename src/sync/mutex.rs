@@ -4,19 +4,10 @@
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::waiters::{self, lock, Waiters, Wake};
-use crate::sync::waitq::Woken;
-use crate::sys::threads::atomic::{AtomicUsize, Ordering};
-use crate::sys::threads::Mutex as StdMutex;
-
-/// Nobody holds the lock.
-const UNLOCKED: usize = 0;
-/// Held, and nobody waits: unlocking is one compare-and-swap.
-const LOCKED: usize = 1;
-/// Held, and waiters may be queued: unlocking takes the queue's lock.
-const CONTENDED: usize = 2;
+use super::flavor::CrossThread;
+use super::logic::RawMutex;
 
 /// A mutual-exclusion lock for tasks on any worker and for plain threads,
 /// held across pauses.
@@ -74,14 +65,7 @@ const CONTENDED: usize = 2;
 /// assert_eq!(*count.lock(), 300);
 /// ```
 pub struct Mutex<T: ?Sized> {
-    /// [`UNLOCKED`], [`LOCKED`] or [`CONTENDED`].
-    ///
-    /// # Invariant
-    /// While a waiter not yet handed the lock is queued, the state is
-    /// `CONTENDED` (set under the queue's lock before queueing), so the
-    /// holder's unlock takes the queue's lock and hands over.
-    state: AtomicUsize,
-    waiters: StdMutex<Waiters>,
+    pub(super) raw: RawMutex<CrossThread>,
     data: UnsafeCell<T>,
 }
 
@@ -96,8 +80,7 @@ impl<T> Mutex<T> {
     /// An unlocked mutex holding `value`.
     pub fn new(value: T) -> Mutex<T> {
         Mutex {
-            state: AtomicUsize::new(UNLOCKED),
-            waiters: StdMutex::new(Waiters::default()),
+            raw: RawMutex::new(),
             data: UnsafeCell::new(value),
         }
     }
@@ -118,12 +101,7 @@ impl<T: ?Sized> Mutex<T> {
     /// cannot wait). Locking again where the lock is held never returns.
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        crate::task::coop::proceed();
-        if !self.try_lock_fast() {
-            // With no deadline only a hand-over ends the wait.
-            let locked = self.lock_slow(None);
-            debug_assert!(locked);
-        }
+        self.raw.lock(WHAT);
         MutexGuard { mutex: self }
     }
 
@@ -140,7 +118,7 @@ impl<T: ?Sized> Mutex<T> {
     /// ```
     #[inline]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.try_lock_fast().then(|| MutexGuard { mutex: self })
+        self.raw.try_lock().then(|| MutexGuard { mutex: self })
     }
 
     /// Like [`lock`](Self::lock), giving up after `timeout`: `None` if the
@@ -162,9 +140,10 @@ impl<T: ?Sized> Mutex<T> {
     ///
     /// As for `lock`.
     pub fn lock_timeout(&self, timeout: Duration) -> Option<MutexGuard<'_, T>> {
-        crate::task::coop::proceed();
         let deadline = crate::time::deadline_after(timeout);
-        (self.try_lock_fast() || self.lock_slow(Some(deadline))).then(|| MutexGuard { mutex: self })
+        self.raw
+            .lock_deadline(deadline, WHAT)
+            .then(|| MutexGuard { mutex: self })
     }
 
     /// The value, through `&mut`: no locking needed.
@@ -174,129 +153,17 @@ impl<T: ?Sized> Mutex<T> {
 
     /// True while the lock is held.
     pub fn is_locked(&self) -> bool {
-        self.state.load(Ordering::Relaxed) != UNLOCKED
+        self.raw.is_locked()
     }
 
     /// Waiters queued for the lock now.
     pub fn waiting(&self) -> usize {
-        lock(&self.waiters).len()
-    }
-
-    #[inline]
-    fn try_lock_fast(&self) -> bool {
-        self.state
-            .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-    }
-
-    /// Queues for the lock; true once it is held, false if `deadline`
-    /// passed first.
-    #[cold]
-    fn lock_slow(&self, deadline: Option<Instant>) -> bool {
-        let mut st = lock(&self.waiters);
-        loop {
-            // Under the queue's lock the state changes only by a holder's
-            // fast unlock (LOCKED to UNLOCKED) and a fast lock after it.
-            match self.state.load(Ordering::Relaxed) {
-                UNLOCKED if self.try_lock_fast() => return true,
-                UNLOCKED => continue,
-                LOCKED
-                    if self
-                        .state
-                        .compare_exchange(LOCKED, CONTENDED, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_err() =>
-                {
-                    continue
-                }
-                _ => {}
-            }
-            // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
-                self.leave(&mut st);
-                return false;
-            }
-            let woken;
-            (st, woken) = waiters::wait(
-                &self.waiters,
-                st,
-                (),
-                deadline,
-                waiters::nothing,
-                // Handed the lock, then unwound: hand it on.
-                |st, woken| match woken {
-                    Woken::One => self.unlock_locked(st).into_iter().collect(),
-                    _ => {
-                        self.leave(st);
-                        Vec::new()
-                    }
-                },
-                "a Mutex",
-            );
-            if woken == Woken::One {
-                // Handed over: the state stayed locked for us.
-                return true;
-            }
-            // Only a deadline ends a wait unwoken.
-            self.leave(&mut st);
-            return false;
-        }
-    }
-
-    /// A waiter leaves without the lock: with nobody left queued, the
-    /// holder's unlock can take the fast path again.
-    fn leave(&self, st: &mut Waiters) {
-        if st.is_empty() {
-            // The lock is held (it is never left unlocked with waiters
-            // queued), so the state is LOCKED or CONTENDED.
-            let _ = self.state.compare_exchange(
-                CONTENDED,
-                LOCKED,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-        }
-    }
-
-    /// Unlocks: hands the lock to the longest waiter, if any.
-    #[inline]
-    pub(crate) fn unlock(&self) {
-        if self
-            .state
-            .compare_exchange(LOCKED, UNLOCKED, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-        {
-            self.unlock_slow();
-        }
-    }
-
-    #[cold]
-    fn unlock_slow(&self) {
-        let mut st = lock(&self.waiters);
-        let wake = self.unlock_locked(&mut st);
-        drop(st);
-        if let Some(w) = wake {
-            w.wake();
-        }
-    }
-
-    /// Unlocks under the queue's lock: the longest waiter is handed the
-    /// lock (the state stays locked), or the state goes to `UNLOCKED`.
-    /// Returns the waiter to wake once the queue's lock is released.
-    fn unlock_locked(&self, st: &mut Waiters) -> Option<Wake> {
-        match st.wake_one() {
-            Some(w) => {
-                if st.is_empty() {
-                    self.state.store(LOCKED, Ordering::Relaxed);
-                }
-                Some(w)
-            }
-            None => {
-                self.state.store(UNLOCKED, Ordering::Release);
-                None
-            }
-        }
+        self.raw.waiting()
     }
 }
+
+/// What a wait that cannot begin says it waited for.
+const WHAT: &str = "for a Mutex";
 
 impl<T: Default> Default for Mutex<T> {
     fn default() -> Self {
@@ -348,7 +215,7 @@ impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
 impl<T: ?Sized> Drop for MutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        self.mutex.unlock();
+        self.mutex.raw.unlock();
     }
 }
 

@@ -1,10 +1,10 @@
 //! [`Notify`]: "something happened", across threads.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::waiters::{self, lock, Queued, Waiters, Wake};
-use crate::sys::threads::Mutex as StdMutex;
+use super::flavor::CrossThread;
+use super::logic;
 
 /// Wakes waiters on any worker or plain thread that wait for "something
 /// happened", with no data attached.
@@ -40,52 +40,33 @@ use crate::sys::threads::Mutex as StdMutex;
 /// ready.notify_one(); // before or after the wait began: either way
 /// assert_eq!(waiter.join().unwrap(), "woken");
 /// ```
-#[derive(Default)]
 pub struct Notify {
-    state: StdMutex<State>,
+    /// A semaphore that keeps at most one permit.
+    raw: logic::Semaphore<CrossThread>,
 }
 
-#[derive(Default)]
-struct State {
-    permit: bool,
-    waiters: Waiters,
-}
-
-impl Queued for State {
-    type Kind = ();
-    fn waiters(&mut self) -> &mut Waiters {
-        &mut self.waiters
-    }
-}
-
-impl State {
-    fn notify_one(&mut self) -> Option<Wake> {
-        let w = self.waiters.wake_one();
-        if w.is_none() {
-            self.permit = true;
-        }
-        w
+impl Default for Notify {
+    fn default() -> Self {
+        Notify::new()
     }
 }
 
 impl Notify {
     /// A `Notify` with no permit stored.
     pub fn new() -> Notify {
-        Notify::default()
+        Notify {
+            raw: logic::Semaphore::new(0, 1),
+        }
     }
 
     /// Wakes the longest waiter, or stores a permit if none waits.
     pub fn notify_one(&self) {
-        let wake = lock(&self.state).notify_one();
-        if let Some(w) = wake {
-            w.wake();
-        }
+        self.raw.release();
     }
 
     /// Wakes every waiter waiting now; stores nothing.
     pub fn notify_all(&self) {
-        let wakes = lock(&self.state).waiters.wake_all();
-        waiters::wake_all(wakes);
+        self.raw.wake_all();
     }
 
     /// Waits for a notification (or takes the stored permit): pauses the
@@ -96,7 +77,7 @@ impl Notify {
     /// Panics if it must pause in a task that is unwinding.
     #[doc(alias = "notified")]
     pub fn wait(&self) {
-        self.wait_deadline(None);
+        self.raw.acquire(None, WHAT);
     }
 
     /// Like [`wait`](Self::wait), giving up after `timeout`. Returns
@@ -107,31 +88,20 @@ impl Notify {
     /// As for `wait`.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
         let deadline = crate::time::deadline_after(timeout);
-        self.wait_deadline(Some(deadline))
+        self.raw.acquire(Some(deadline), WHAT)
     }
 
     /// Waiters waiting now.
     pub fn waiting(&self) -> usize {
-        lock(&self.state).waiters.len()
-    }
-
-    fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::task::coop::proceed();
-        let mut st = lock(&self.state);
-        if std::mem::take(&mut st.permit) {
-            return true;
-        }
-        // Picked by notify_one, then unwound: pass it on.
-        waiters::wait_handed(&self.state, st, deadline, State::notify_one, "a Notify").1
+        self.raw.waiting()
     }
 }
 
+/// What a wait that cannot begin says it waited for.
+const WHAT: &str = "for a Notify";
+
 impl fmt::Debug for Notify {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = lock(&self.state);
-        f.debug_struct("Notify")
-            .field("permit", &st.permit)
-            .field("waiting", &st.waiters.len())
-            .finish()
+        self.raw.fmt_notify(f)
     }
 }

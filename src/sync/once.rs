@@ -4,8 +4,9 @@
 use std::cell::UnsafeCell;
 use std::fmt;
 
-use super::waiters::{self, lock, Queued, Waiters};
-use crate::sync::waitq::OnDrop;
+use super::flavor::{CrossThread, Deferred, Lock, Wakeups};
+use super::wait::{self, OnDrop};
+use super::waiters::{WithWaiters, Woken};
 use crate::sys::threads::atomic::{AtomicBool, Ordering};
 use crate::sys::threads::Mutex as StdMutex;
 
@@ -51,7 +52,7 @@ pub struct OnceCell<T> {
     /// Written only by the one caller that set `running` under the state's
     /// lock, and only while `set` is false.
     value: UnsafeCell<Option<T>>,
-    state: StdMutex<State>,
+    state: StdMutex<WithWaiters<CrossThread, Init>>,
 }
 
 // SAFETY: the value moves in from whichever thread initialises it
@@ -61,17 +62,19 @@ unsafe impl<T: Send> Send for OnceCell<T> {}
 // (`T: Sync`), moving in from the thread that made it (`T: Send`).
 unsafe impl<T: Send + Sync> Sync for OnceCell<T> {}
 
+/// Whether an initialiser is running; its waiters wait beside it.
 #[derive(Default)]
-struct State {
+struct Init {
     /// An initialiser is running.
     running: bool,
-    waiters: Waiters,
 }
 
-impl Queued for State {
-    type Kind = ();
-    fn waiters(&mut self) -> &mut Waiters {
-        &mut self.waiters
+impl WithWaiters<CrossThread, Init> {
+    /// Wakes the longest waiter, to try its own initialiser.
+    fn next_tries(&mut self) -> Deferred {
+        let mut wakes = Deferred::default();
+        self.waiters.wake_one(&mut wakes);
+        wakes
     }
 }
 
@@ -87,7 +90,7 @@ impl<T> OnceCell<T> {
         OnceCell {
             set: AtomicBool::new(false),
             value: UnsafeCell::new(None),
-            state: StdMutex::new(State::default()),
+            state: StdMutex::new(WithWaiters::default()),
         }
     }
 
@@ -135,7 +138,7 @@ impl<T> OnceCell<T> {
     /// assert_eq!(cell.get(), Some(&1));
     /// ```
     pub fn set(&self, value: T) -> Result<(), T> {
-        let mut st = lock(&self.state);
+        let mut st = Lock::lock(&self.state);
         if st.running || self.set.load(Ordering::Acquire) {
             return Err(value);
         }
@@ -143,9 +146,9 @@ impl<T> OnceCell<T> {
         // unset, nobody else reads or writes the value.
         unsafe { *self.value.get() = Some(value) };
         self.set.store(true, Ordering::Release);
-        let wakes = st.waiters.wake_all();
+        let wakes = st.waiters.take_all();
         drop(st);
-        waiters::wake_all(wakes);
+        wakes.wake();
         Ok(())
     }
 
@@ -156,7 +159,7 @@ impl<T> OnceCell<T> {
 
     #[cold]
     fn init(&self, f: impl FnOnce() -> T) -> &T {
-        let mut st = lock(&self.state);
+        let mut st = Lock::lock(&self.state);
         loop {
             if let Some(v) = self.get() {
                 return v;
@@ -164,14 +167,19 @@ impl<T> OnceCell<T> {
             if !st.running {
                 break;
             }
-            // Picked to try after a failed initialiser, then unwound: the
-            // next waiter tries instead.
-            (st, _) = waiters::wait_handed(
+            (st, _) = wait::wait(
                 &self.state,
                 st,
+                (),
                 None,
-                |st| st.waiters.wake_one(),
-                "a OnceCell",
+                wait::nothing,
+                // Picked to try after a failed initialiser, then unwound:
+                // the next waiter tries instead.
+                |st: &mut WithWaiters<CrossThread, Init>, woken| match woken {
+                    Woken::One => st.next_tries(),
+                    _ => Deferred::default(),
+                },
+                "for a OnceCell",
             );
         }
         st.running = true;
@@ -179,11 +187,11 @@ impl<T> OnceCell<T> {
         // If `f` panics (or its task is cancelled in it), the next waiter
         // tries.
         let failed = OnDrop::new(|| {
-            let mut st = lock(&self.state);
+            let mut st = Lock::lock(&self.state);
             st.running = false;
-            let wake = st.waiters.wake_one();
+            let wakes = st.next_tries();
             drop(st);
-            waiters::wake_all(wake);
+            wakes.wake();
         });
         let value = f();
         // SAFETY: `running` was set by this caller under the lock and the
@@ -191,11 +199,11 @@ impl<T> OnceCell<T> {
         unsafe { *self.value.get() = Some(value) };
         self.set.store(true, Ordering::Release);
         failed.defuse();
-        let mut st = lock(&self.state);
+        let mut st = Lock::lock(&self.state);
         st.running = false;
-        let wakes = st.waiters.wake_all();
+        let wakes = st.waiters.take_all();
         drop(st);
-        waiters::wake_all(wakes);
+        wakes.wake();
         self.get().expect("the value was just set")
     }
 }

@@ -4,8 +4,9 @@ use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use super::waiters::{self, lock, Queued, Waiters, Wake};
-use crate::sync::waitq::Woken;
+use super::flavor::{CrossThread, Deferred, Lock, Wakeups};
+use super::wait;
+use super::waiters::{WithWaiters, Woken};
 use crate::sys::threads::Mutex as StdMutex;
 
 /// A reader-writer lock for tasks on any worker and plain threads: any
@@ -54,38 +55,34 @@ enum Want {
     Write,
 }
 
-struct State {
+/// Who holds the lock.
+struct Holders {
     /// Readers holding the lock.
     readers: usize,
     /// # Invariant
     /// Never true while `readers > 0`.
     writer: bool,
-    waiters: Waiters<Want>,
 }
 
-impl Queued for State {
-    type Kind = Want;
-    fn waiters(&mut self) -> &mut Waiters<Want> {
-        &mut self.waiters
-    }
-}
+/// The holders and the waiters, each for a read or a write lock.
+type State = WithWaiters<CrossThread, Holders, Want>;
 
 impl State {
     /// Grants the lock to whoever is at the front of the queue and can
     /// have it now: a writer alone, or the run of readers before the next
     /// writer. Returns the waiters to wake.
-    fn grant(&mut self) -> Vec<Wake> {
-        let mut wakes = Vec::new();
+    fn grant(&mut self) -> Deferred {
+        let mut wakes = Deferred::default();
         while let Some(&want) = self.waiters.front() {
             match want {
                 Want::Write if !self.writer && self.readers == 0 => {
                     self.writer = true;
-                    wakes.extend(self.waiters.wake_one());
+                    self.waiters.wake_one(&mut wakes);
                     break;
                 }
                 Want::Read if !self.writer => {
                     self.readers += 1;
-                    wakes.extend(self.waiters.wake_one());
+                    self.waiters.wake_one(&mut wakes);
                 }
                 _ => break,
             }
@@ -93,7 +90,7 @@ impl State {
         wakes
     }
 
-    fn unlock(&mut self, want: Want) -> Vec<Wake> {
+    fn unlock(&mut self, want: Want) -> Deferred {
         match want {
             Want::Read => self.readers -= 1,
             Want::Write => self.writer = false,
@@ -119,11 +116,10 @@ impl<T> RwLock<T> {
     /// An unlocked lock holding `value`.
     pub fn new(value: T) -> RwLock<T> {
         RwLock {
-            state: StdMutex::new(State {
+            state: StdMutex::new(State::new(Holders {
                 readers: 0,
                 writer: false,
-                waiters: Waiters::default(),
-            }),
+            })),
             data: UnsafeCell::new(value),
         }
     }
@@ -169,14 +165,14 @@ impl<T: ?Sized> RwLock<T> {
     /// assert!(l.try_write().is_some());
     /// ```
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        lock(&self.state)
+        Lock::lock(&self.state)
             .try_take(Want::Read)
             .then(|| RwLockReadGuard { lock: self })
     }
 
     /// Locks for writing if that needs no waiting.
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        lock(&self.state)
+        Lock::lock(&self.state)
             .try_take(Want::Write)
             .then(|| RwLockWriteGuard { lock: self })
     }
@@ -188,31 +184,31 @@ impl<T: ?Sized> RwLock<T> {
 
     fn take(&self, want: Want) {
         crate::task::coop::proceed();
-        let mut st = lock(&self.state);
+        let mut st = Lock::lock(&self.state);
         if st.try_take(want) {
             return;
         }
-        let (_st, woken) = waiters::wait(
+        let (_st, woken) = wait::wait(
             &self.state,
             st,
             want,
             None,
-            waiters::nothing,
+            wait::nothing,
             // Granted, then unwound: give it back. Not granted: a writer
             // leaving may let the readers queued behind it in.
-            move |st, woken| match woken {
+            move |st: &mut State, woken| match woken {
                 Woken::One => st.unlock(want),
                 _ => st.grant(),
             },
-            "an RwLock",
+            "for an RwLock",
         );
         // Only a grant ends a wait with no deadline.
         debug_assert_eq!(woken, Woken::One);
     }
 
     fn unlock(&self, want: Want) {
-        let wakes = lock(&self.state).unlock(want);
-        waiters::wake_all(wakes);
+        let wakes = Lock::lock(&self.state).unlock(want);
+        wakes.wake();
     }
 }
 

@@ -41,7 +41,7 @@ use std::fmt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::waitq::OnDrop;
+use super::wait::OnDrop;
 use crate::protocol::ParkToken;
 use crate::protocol::TaskId;
 use crate::protocol::{IoId, Resume};

@@ -2,10 +2,10 @@
 //! first served.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::waiters::{self, lock, Queued, Waiters, Wake};
-use crate::sys::threads::Mutex as StdMutex;
+use super::flavor::CrossThread;
+use super::logic;
 
 /// A counting semaphore for tasks on any worker and plain threads.
 ///
@@ -56,43 +56,14 @@ use crate::sys::threads::Mutex as StdMutex;
 /// assert_eq!(sem.available_permits(), 2);
 /// ```
 pub struct Semaphore {
-    state: StdMutex<State>,
-}
-
-struct State {
-    /// # Invariant
-    /// Nonzero only while no waiter is queued: a permit given back goes to
-    /// a waiter before it goes back to the count.
-    permits: usize,
-    waiters: Waiters,
-}
-
-impl Queued for State {
-    type Kind = ();
-    fn waiters(&mut self) -> &mut Waiters {
-        &mut self.waiters
-    }
-}
-
-impl State {
-    /// Gives one permit back: to the longest waiter, else to the count.
-    fn release(&mut self) -> Option<Wake> {
-        let w = self.waiters.wake_one();
-        if w.is_none() {
-            self.permits += 1;
-        }
-        w
-    }
+    raw: logic::Semaphore<CrossThread>,
 }
 
 impl Semaphore {
     /// A semaphore with `permits` permits.
     pub fn new(permits: usize) -> Semaphore {
         Semaphore {
-            state: StdMutex::new(State {
-                permits,
-                waiters: Waiters::default(),
-            }),
+            raw: logic::Semaphore::new(permits, usize::MAX),
         }
     }
 
@@ -103,7 +74,7 @@ impl Semaphore {
     ///
     /// Panics if it must pause in a task that is unwinding.
     pub fn acquire(&self) -> SemaphorePermit<'_> {
-        self.acquire_deadline(None);
+        self.raw.acquire(None, WHAT);
         SemaphorePermit { sem: self }
     }
 
@@ -114,7 +85,8 @@ impl Semaphore {
     /// As for `acquire`.
     pub fn acquire_timeout(&self, timeout: Duration) -> Option<SemaphorePermit<'_>> {
         let deadline = crate::time::deadline_after(timeout);
-        self.acquire_deadline(Some(deadline))
+        self.raw
+            .acquire(Some(deadline), WHAT)
             .then(|| SemaphorePermit { sem: self })
     }
 
@@ -131,54 +103,37 @@ impl Semaphore {
     /// assert!(sem.try_acquire().is_some());
     /// ```
     pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
-        let mut st = lock(&self.state);
         // `then`, not `then_some`: a permit built eagerly and dropped on
         // failure would give back a permit never taken.
-        (st.permits > 0).then(|| {
-            st.permits -= 1;
-            SemaphorePermit { sem: self }
-        })
+        self.raw
+            .try_acquire()
+            .then(|| SemaphorePermit { sem: self })
     }
 
     /// Adds one permit: hands it to the longest waiter, or adds it to the
     /// count. Pairs with [`SemaphorePermit::forget`], or grows the
     /// semaphore.
     pub fn release(&self) {
-        let wake = lock(&self.state).release();
-        if let Some(w) = wake {
-            w.wake();
-        }
+        self.raw.release();
     }
 
     /// Permits free now.
     pub fn available_permits(&self) -> usize {
-        lock(&self.state).permits
+        self.raw.available_permits()
     }
 
     /// Waiters queued for a permit now.
     pub fn waiting(&self) -> usize {
-        lock(&self.state).waiters.len()
-    }
-
-    fn acquire_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::task::coop::proceed();
-        let mut st = lock(&self.state);
-        if st.permits > 0 {
-            st.permits -= 1;
-            return true;
-        }
-        // Handed a permit, then unwound: pass it on.
-        waiters::wait_handed(&self.state, st, deadline, State::release, "a Semaphore").1
+        self.raw.waiting()
     }
 }
 
+/// What a wait that cannot begin says it waited for.
+const WHAT: &str = "for a Semaphore";
+
 impl fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = lock(&self.state);
-        f.debug_struct("Semaphore")
-            .field("permits", &st.permits)
-            .field("waiting", &st.waiters.len())
-            .finish()
+        self.raw.fmt_permits(f)
     }
 }
 

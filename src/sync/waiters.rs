@@ -1,337 +1,331 @@
-//! The waiting every cross-thread primitive is made of: a FIFO of waiters
-//! behind a std mutex, each waiter a parked task (of any scheduler) or a
-//! parked plain thread.
+//! The waiter list every primitive of this module is made of, in either
+//! [flavor](super::flavor): a FIFO of waiters, each under an id, and how
+//! the ones a waker took out were woken.
+//!
+//! A waiter publishes an entry (its flavor's wake handle) under the
+//! primitive's lock, then pauses (see [`wait`](super::wait)). A waker,
+//! under the same lock, takes the first entry whose waiter still waits out
+//! of the list, singling it out ([`Woken::One`]: it is handed a lock, a
+//! permit, a notification), or takes every one out ([`Woken::All`]: a
+//! broadcast, nothing to pass on). The owner always removes its own entry
+//! when its pause ends, and learns how it was woken from where the entry
+//! is:
 //!
 //! ```text
-//!   waiter                                   waker
-//!   ──────                                   ─────
-//!   lock; push entry (woken: Not); unlock
-//!   park (task: Op::Park; thread: park())
-//!                                            lock; first entry still Not:
-//!                                              woken = One (or All), take
-//!                                              its Wake; apply the hand-over
-//!                                              to the state; unlock
-//!                                            wake() ─── unpark ───▶
-//!   lock; remove own entry; read woken; unlock
+//!   waiter                                 waker (under the lock)
+//!   ──────                                 ─────
+//!   id = push(wake handle)  ──────────▶    wake_one: first entry the flavor
+//!   pause                                    can wake: out of the list
+//!      │                                   wake_all: every such entry out,
+//!      ▼                                     its id noted as woken by all
+//!   remove(id):  still listed → Not
+//!                noted        → All
+//!                neither      → One
 //! ```
 //!
-//! Every decision is taken under the lock, so what the waker does and what
-//! the waiter sees agree: a waiter whose entry says `One` *was handed*
-//! something (a lock, a permit, a notification) even if its pause ended
-//! for another reason (its deadline passed at the same moment: it then
-//! keeps what it got; it is being unwound: its `abandon` hands it on). An
-//! entry stays in the queue until its owner removes it, so the waker skips
-//! entries already woken; the entries a waker looks at before finding a
-//! live one are at most those woken and not yet run.
-//!
-//! No wake-up is lost: the entry is published under the lock before the
-//! waiter pauses. A task cannot miss an unpark sent before it parked (its
-//! scheduler acts on the unpark only once the task has paused); a thread
-//! cannot either (an unpark before `park` makes `park` return at once).
-//!
-//! The mutex is a std one, not a task-aware one, because nothing pauses
-//! while holding it: it is held for a few field updates.
+//! An entry whose waiter the flavor knows to have stopped waiting (a task
+//! of this thread that timed out or is being unwound) is skipped and left
+//! for its owner, so no wake-up is spent on a waiter that will not use it.
+//! Across threads a waker cannot ask, so the first entry is always taken:
+//! that waiter, if it does not use what it was handed, passes it on.
 
 use std::collections::VecDeque;
-use std::sync::PoisonError;
-use std::time::Instant;
 
-use crate::protocol::{ParkToken, Resume};
-use crate::scheduler::port::ParkedOn;
-use crate::sync::waitq::{OnDrop, WaitQueue, Woken};
-use crate::sys::threads::{thread, Mutex, MutexGuard};
-use crate::task::park::{park_on, park_token, RemoteUnparker};
+use super::flavor::{Flavor, Wakeups};
 
-/// How to wake one waiter, taken out of its entry by the waker.
-pub(crate) enum Wake {
-    /// A parked task: through its token on its own thread, through the
-    /// unparker from others.
-    Task {
-        token: ParkToken,
-        remote: RemoteUnparker,
-    },
-    /// A parked plain thread.
-    Thread(thread::Thread),
+/// How a queued waiter was woken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Woken {
+    /// Not woken by the primitive (yet): it timed out, or is unwinding.
+    Not,
+    /// Singled out: it was handed something (a lock, a permit, a
+    /// notification) that must be passed on if it is not used.
+    One,
+    /// Woken with everybody else (a broadcast); nothing to pass on.
+    All,
 }
 
-impl Wake {
-    /// Wakes the waiter. Called after the state's lock is released, so the
-    /// woken side never finds it held by its waker.
-    #[inline]
-    pub(crate) fn wake(self) {
-        match self {
-            // On the task's own thread the scheduler is reached directly,
-            // with no cross-thread queue or poll interruption.
-            Wake::Task { token, remote } => {
-                if token.unpark_here().is_none() {
-                    remote.unpark();
-                }
-            }
-            Wake::Thread(t) => t.unpark(),
+/// A FIFO of entries, each under an id that stays valid until it is
+/// removed, so an entry can be taken out of the middle: the storage of a
+/// [`Waiters`] list, and of the channels' queues.
+#[derive(Debug)]
+pub(crate) struct WaitQueue<E> {
+    next_id: u64,
+    /// # Invariant
+    /// Ids strictly increase from front to back, so an id is found by
+    /// binary search.
+    entries: VecDeque<(u64, E)>,
+}
+
+impl<E> Default for WaitQueue<E> {
+    fn default() -> Self {
+        WaitQueue {
+            next_id: 0,
+            entries: VecDeque::new(),
         }
     }
 }
 
-/// Wakes every waiter of `wakes`, in order.
-pub(crate) fn wake_all(wakes: impl IntoIterator<Item = Wake>) {
-    for w in wakes {
-        w.wake();
+impl<E> WaitQueue<E> {
+    /// Appends `e`; returns its id.
+    #[inline]
+    pub(crate) fn push(&mut self, e: E) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.entries.push_back((id, e));
+        id
+    }
+
+    #[inline]
+    fn index(&self, id: u64) -> Option<usize> {
+        self.entries.binary_search_by_key(&id, |(i, _)| *i).ok()
+    }
+
+    /// Takes out the entry `id`, if it is still queued.
+    #[inline]
+    pub(crate) fn remove(&mut self, id: u64) -> Option<E> {
+        // The common cases, the only entry or the newest, without a search
+        // or a shift of the ring buffer.
+        match self.entries.back() {
+            None => return None,
+            Some((i, _)) if *i == id => return self.entries.pop_back().map(|(_, e)| e),
+            Some(_) => {}
+        }
+        let i = self.index(id)?;
+        self.entries.remove(i).map(|(_, e)| e)
+    }
+
+    /// True while the entry `id` is queued.
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        self.index(id).is_some()
+    }
+
+    /// The entry `id`, if it is still queued.
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut E> {
+        let i = self.index(id)?;
+        self.entries.get_mut(i).map(|(_, e)| e)
+    }
+
+    /// Removes and returns the first entry for which `pred` is true; the
+    /// entries before it stay where they are. `pred` is where the waker
+    /// unparks, so it runs at most once per entry, front to back.
+    #[inline]
+    pub(crate) fn take_first(&mut self, pred: impl FnMut(&E) -> bool) -> Option<E> {
+        self.take_first_entry(pred).map(|(_, e)| e)
+    }
+
+    /// [`take_first`](Self::take_first), with the entry's id.
+    #[inline]
+    fn take_first_entry(&mut self, mut pred: impl FnMut(&E) -> bool) -> Option<(u64, E)> {
+        // Nearly always the front entry is the one: take it without
+        // shifting the ring buffer.
+        let (_, front) = self.entries.front()?;
+        if pred(front) {
+            return self.entries.pop_front();
+        }
+        let i = self.entries.iter().skip(1).position(|(_, e)| pred(e))? + 1;
+        self.entries.remove(i)
+    }
+
+    /// Takes out, front to back, every entry for which `pred` is true,
+    /// handing each to `take` with its id; the others stay, in order, and
+    /// so does the buffer.
+    fn take_each(&mut self, mut pred: impl FnMut(&E) -> bool, mut take: impl FnMut(u64, E)) {
+        for _ in 0..self.entries.len() {
+            let Some((id, e)) = self.entries.pop_front() else {
+                break;
+            };
+            if pred(&e) {
+                take(id, e);
+            } else {
+                self.entries.push_back((id, e));
+            }
+        }
+    }
+
+    /// Takes every entry out, front to back.
+    pub(crate) fn take_all(&mut self) -> VecDeque<(u64, E)> {
+        std::mem::take(&mut self.entries)
+    }
+
+    /// Every entry, front to back.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &E> {
+        self.entries.iter().map(|(_, e)| e)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 }
 
 /// One waiter's entry.
-struct Entry<K> {
+struct Entry<W, K> {
     /// What the waiter waits for (a read or a write lock, say).
     kind: K,
-    /// Set by the waker, read by the owner when it removes the entry.
-    woken: Woken,
-    /// `None` once the waker has taken it.
-    wake: Option<Wake>,
+    /// How to wake it, in its flavor.
+    wake: W,
 }
 
-/// The waiters of one primitive, first come first served.
-pub(crate) struct Waiters<K = ()> {
-    /// Woken entries and entries not woken yet may interleave (an entry
-    /// stays until its owner removes it), so every scan skips the woken.
-    q: WaitQueue<Entry<K>>,
+/// The waiters of one primitive in flavor `F`, first come first served,
+/// each waiting for a `K`.
+pub(crate) struct Waiters<F: Flavor, K = ()> {
+    /// Waiters not taken out by a waker, in the order they came.
+    queue: WaitQueue<Entry<F::Wake, K>>,
+    /// Waiters taken out by a broadcast ([`wake_all`](Self::wake_all))
+    /// whose owners have not removed their entries yet.
+    ///
+    /// # Invariant
+    /// Ids strictly increase from front to back: a broadcast takes the
+    /// entries in order, and those it leaves (known to have stopped
+    /// waiting) are never woken again, so each broadcast notes ids above
+    /// those of the one before. The owners, woken in this order, mostly
+    /// find their id at the front.
+    all: VecDeque<u64>,
 }
 
-impl<K> Default for Waiters<K> {
+impl<F: Flavor, K> Default for Waiters<F, K> {
     fn default() -> Self {
         Waiters {
-            q: WaitQueue::default(),
+            queue: WaitQueue::default(),
+            all: VecDeque::new(),
         }
     }
 }
 
-impl<K> Waiters<K> {
-    /// The first waiter not woken yet.
-    fn first_live(&mut self) -> Option<&mut Entry<K>> {
-        self.q.iter_mut().find(|e| e.woken == Woken::Not)
-    }
-
-    /// What the first waiter not woken yet waits for.
-    pub(crate) fn front(&mut self) -> Option<&K> {
-        self.first_live().map(|e| &e.kind)
-    }
-
-    /// Singles out the first waiter not woken yet: marks it as handed
-    /// something, and returns how to wake it once the lock is released.
+impl<F: Flavor, K> Waiters<F, K> {
+    /// Queues a waiter for `kind`, woken through `wake`; returns its id.
     #[inline]
-    pub(crate) fn wake_one(&mut self) -> Option<Wake> {
-        let e = self.first_live()?;
-        e.woken = Woken::One;
-        e.wake.take()
+    pub(crate) fn push(&mut self, kind: K, wake: F::Wake) -> u64 {
+        self.queue.push(Entry { kind, wake })
     }
 
-    /// Wakes every waiter not woken yet, as part of a broadcast (nothing to
-    /// hand on if one of them goes away).
-    pub(crate) fn wake_all(&mut self) -> VecDeque<Wake> {
-        self.q
-            .iter_mut()
-            .filter(|e| e.woken == Woken::Not)
-            .filter_map(|e| {
-                e.woken = Woken::All;
-                e.wake.take()
-            })
-            .collect()
-    }
-
-    /// True when no waiter is left to wake.
+    /// Takes the entry `id` out, queued or woken, and says how its waiter
+    /// was woken ([`Woken::Not`] while it was still queued).
     #[inline]
-    pub(crate) fn is_empty(&mut self) -> bool {
-        self.first_live().is_none()
-    }
-
-    /// Waiters not woken yet.
-    pub(crate) fn len(&self) -> usize {
-        self.q.iter().filter(|e| e.woken == Woken::Not).count()
-    }
-}
-
-/// A primitive's state that holds its waiters.
-pub(crate) trait Queued {
-    /// What a waiter waits for.
-    type Kind;
-    /// The waiters.
-    fn waiters(&mut self) -> &mut Waiters<Self::Kind>;
-}
-
-impl<K> Queued for Waiters<K> {
-    type Kind = K;
-    fn waiters(&mut self) -> &mut Waiters<K> {
-        self
-    }
-}
-
-/// Locks a primitive's state. Nothing panics while it is held in a way
-/// that leaves it half-updated, so a poisoned lock is still consistent.
-#[inline]
-pub(crate) fn lock<S>(m: &Mutex<S>) -> MutexGuard<'_, S> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// True when the caller is a task (and parks), false on a plain thread
-/// (which blocks).
-#[inline]
-fn in_task() -> bool {
-    crate::task::spawn::current_id().is_some()
-}
-
-/// What a waiter does before pausing, after its entry is published: a
-/// condition wait unlocks its mutex there.
-pub(crate) fn nothing() {}
-
-/// The wait for one thing handed over (a lock, a permit, a notification,
-/// a turn): [`wait`] with no step before pausing, whose `abandon` passes
-/// what an unwound waiter was handed on with `pass_on`. Returns the lock
-/// and whether the waiter was woken (false: `deadline` passed first).
-pub(crate) fn wait_handed<'a, S: Queued<Kind = ()>>(
-    m: &'a Mutex<S>,
-    st: MutexGuard<'a, S>,
-    deadline: Option<Instant>,
-    pass_on: impl FnOnce(&mut S) -> Option<Wake>,
-    what: &'static str,
-) -> (MutexGuard<'a, S>, bool) {
-    // A deadline `<= now` has passed.
-    if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
-        return (st, false);
-    }
-    let (st, woken) = wait(
-        m,
-        st,
-        (),
-        deadline,
-        nothing,
-        |st, woken| match woken {
-            Woken::One => pass_on(st).into_iter().collect(),
-            _ => Vec::new(),
-        },
-        what,
-    );
-    (st, woken != Woken::Not)
-}
-
-/// Queues the caller as a waiter for `kind` (under `st`, the held lock of
-/// `m`), runs `then` with the lock released, and waits until a waker picks
-/// it or `deadline` passes. Returns the lock, taken again, and how the
-/// waiter was woken: [`Woken::Not`] means the deadline passed first. The
-/// entry is gone when this returns.
-///
-/// A task is parked (only it pauses); a plain thread is parked whole.
-///
-/// If a task is unwound out of the pause (a [`timeout`](crate::timeout())
-/// scope expired, or it was cancelled), or cannot pause at all because it
-/// is unwinding already, `abandon` runs under the lock with how it was
-/// woken: it hands on what the waiter was given and will not use, and
-/// returns the waiters to wake for that. In the second case this then
-/// panics, naming `what`, unless the waiter had been handed something (it
-/// then returns it as usual).
-pub(crate) fn wait<'a, S: Queued>(
-    m: &'a Mutex<S>,
-    st: MutexGuard<'a, S>,
-    kind: S::Kind,
-    deadline: Option<Instant>,
-    then: impl FnOnce(),
-    abandon: impl FnOnce(&mut S, Woken) -> Vec<Wake>,
-    what: &'static str,
-) -> (MutexGuard<'a, S>, Woken) {
-    if in_task() {
-        wait_task(m, st, kind, deadline, then, abandon, what)
-    } else {
-        wait_thread(m, st, kind, deadline, then)
-    }
-}
-
-fn wait_task<'a, S: Queued>(
-    m: &'a Mutex<S>,
-    mut st: MutexGuard<'a, S>,
-    kind: S::Kind,
-    deadline: Option<Instant>,
-    then: impl FnOnce(),
-    abandon: impl FnOnce(&mut S, Woken) -> Vec<Wake>,
-    what: &'static str,
-) -> (MutexGuard<'a, S>, Woken) {
-    let token = park_token();
-    let remote = token.remote();
-    // A second handle stays with the task while it is parked: the waker
-    // drops the entry's handle right after unparking, and the scheduler
-    // counts live handles to tell a task that can still be woken from a
-    // deadlocked one.
-    let keep = remote.clone();
-    let id = st.waiters().q.push(Entry {
-        kind,
-        woken: Woken::Not,
-        wake: Some(Wake::Task { token, remote }),
-    });
-    drop(st);
-    then();
-    // Runs if the task unwinds out of the pause, and when it cannot pause.
-    let guard = OnDrop::new(move || {
-        let mut st = lock(m);
-        let woken = st.waiters().q.remove(id).map_or(Woken::Not, |e| e.woken);
-        let wakes = abandon(&mut st, woken);
-        drop(st);
-        wake_all(wakes);
-    });
-    let r = park_on(token, deadline, ParkedOn::Sync);
-    drop(keep);
-    let mut st = lock(m);
-    let woken = match st.waiters().q.get_mut(id) {
-        Some(e) => e.woken,
-        None => Woken::Not,
-    };
-    if let (Resume::Cancelled, Woken::Not) = (r, woken) {
-        drop(st);
-        // Runs `abandon` (which removes the entry), then the panic.
-        drop(guard);
-        panic!("yieldloop: cannot wait for {what} in a task that is unwinding");
-    }
-    guard.defuse();
-    st.waiters().q.remove(id);
-    (st, woken)
-}
-
-fn wait_thread<'a, S: Queued>(
-    m: &'a Mutex<S>,
-    mut st: MutexGuard<'a, S>,
-    kind: S::Kind,
-    deadline: Option<Instant>,
-    then: impl FnOnce(),
-) -> (MutexGuard<'a, S>, Woken) {
-    let id = st.waiters().q.push(Entry {
-        kind,
-        woken: Woken::Not,
-        wake: Some(Wake::Thread(thread::current())),
-    });
-    drop(st);
-    then();
-    #[cfg(loom)]
-    let mut tried = false;
-    loop {
-        st = lock(m);
-        let woken = st.waiters().q.get_mut(id).map_or(Woken::Not, |e| e.woken);
-        // A deadline `<= now` has passed.
-        #[cfg(not(loom))]
-        let passed = deadline.is_some_and(|d| Instant::now() >= d);
-        #[cfg(loom)]
-        let passed = tried;
-        if woken != Woken::Not || passed {
-            st.waiters().q.remove(id);
-            return (st, woken);
+    pub(crate) fn remove(&mut self, id: u64) -> Woken {
+        if self.queue.remove(id).is_some() {
+            return Woken::Not;
         }
-        drop(st);
-        // An unpark that came before this returns it at once; one meant for
-        // an earlier wait makes the loop look again.
-        match deadline {
-            None => thread::park(),
-            #[cfg(not(loom))]
-            Some(d) => thread::park_timeout(d.saturating_duration_since(Instant::now())),
-            #[cfg(loom)]
-            Some(_) => {
-                tried = true;
-                thread::yield_now();
+        match self.all.front() {
+            None => Woken::One,
+            Some(&i) if i == id => {
+                self.all.pop_front();
+                Woken::All
             }
+            Some(_) => match self.all.binary_search(&id) {
+                Ok(i) => {
+                    self.all.remove(i);
+                    Woken::All
+                }
+                Err(_) => Woken::One,
+            },
         }
+    }
+
+    /// How the waiter `id` has been woken so far, leaving its entry where
+    /// it is.
+    pub(crate) fn woken(&self, id: u64) -> Woken {
+        if self.queue.contains(id) {
+            Woken::Not
+        } else if self.all.binary_search(&id).is_ok() {
+            Woken::All
+        } else {
+            Woken::One
+        }
+    }
+
+    /// Singles out the first waiter that the flavor can wake, taking it out
+    /// of the list; its wake-up goes into `out`. Returns whether there was
+    /// one.
+    #[inline]
+    pub(crate) fn wake_one(&mut self, out: &mut F::Wakeups) -> bool {
+        match self.queue.take_first(|e| F::wake_now(&e.wake)) {
+            Some(e) => {
+                out.push(e.wake);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Wakes every waiter, as part of a broadcast (nothing to hand on if
+    /// one of them goes away); their wake-ups go into `out`.
+    pub(crate) fn wake_all(&mut self, out: &mut F::Wakeups) {
+        let Waiters { queue, all } = self;
+        queue.take_each(
+            |e| F::wake_now(&e.wake),
+            |id, e| {
+                all.push_back(id);
+                out.push(e.wake);
+            },
+        );
+    }
+
+    /// [`wake_all`](Self::wake_all), for the caller to send after the
+    /// lock.
+    pub(crate) fn take_all(&mut self) -> F::Wakeups {
+        let mut out = F::Wakeups::default();
+        self.wake_all(&mut out);
+        out
+    }
+
+    /// What the first waiter queued waits for. (Across threads, that is the
+    /// first still waiting.)
+    pub(crate) fn front(&self) -> Option<&K> {
+        self.queue.iter().next().map(|e| &e.kind)
+    }
+
+    /// True when no waiter is queued.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Waiters queued now.
+    pub(crate) fn len(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+/// A primitive's own state `S` and its waiters, each waiting for a `K`,
+/// behind one lock: what the waiting of [`wait`](super::wait) locks. It
+/// dereferences to `S`.
+pub(crate) struct WithWaiters<F: Flavor, S, K = ()> {
+    state: S,
+    pub(crate) waiters: Waiters<F, K>,
+}
+
+impl<F: Flavor, S, K> WithWaiters<F, S, K> {
+    /// `state`, with nobody waiting.
+    pub(crate) fn new(state: S) -> Self {
+        WithWaiters {
+            state,
+            waiters: Waiters::default(),
+        }
+    }
+}
+
+impl<F: Flavor, S: Default, K> Default for WithWaiters<F, S, K> {
+    fn default() -> Self {
+        WithWaiters::new(S::default())
+    }
+}
+
+impl<F: Flavor, S, K> std::ops::Deref for WithWaiters<F, S, K> {
+    type Target = S;
+    #[inline]
+    fn deref(&self) -> &S {
+        &self.state
+    }
+}
+
+impl<F: Flavor, S, K> std::ops::DerefMut for WithWaiters<F, S, K> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.state
     }
 }

@@ -2,10 +2,9 @@
 
 use std::fmt;
 
-use super::waiters::{self, lock, Queued, Waiters};
-use crate::sync::local::BarrierWaitResult;
-use crate::sync::waitq::Woken;
-use crate::sys::threads::Mutex as StdMutex;
+use super::flavor::CrossThread;
+use super::local::BarrierWaitResult;
+use super::logic::{self, Gate};
 
 /// Waits for a collection of jobs on any workers or threads to finish,
 /// like Go's `sync.WaitGroup`.
@@ -35,33 +34,25 @@ use crate::sys::threads::Mutex as StdMutex;
 /// wg.wait(); // a plain thread: blocks
 /// assert_eq!(wg.count(), 0);
 /// ```
-#[derive(Default)]
 pub struct WaitGroup {
-    state: StdMutex<WgState>,
+    gate: Gate<CrossThread>,
 }
 
-#[derive(Default)]
-struct WgState {
-    count: usize,
-    waiters: Waiters,
-}
-
-impl Queued for WgState {
-    type Kind = ();
-    fn waiters(&mut self) -> &mut Waiters {
-        &mut self.waiters
+impl Default for WaitGroup {
+    fn default() -> Self {
+        WaitGroup::new()
     }
 }
 
 impl WaitGroup {
     /// A wait group with a count of zero.
     pub fn new() -> WaitGroup {
-        WaitGroup::default()
+        WaitGroup { gate: Gate::new(0) }
     }
 
     /// Adds `n` to the count.
     pub fn add(&self, n: usize) {
-        lock(&self.state).count += n;
+        self.gate.add(n);
     }
 
     /// Takes one from the count; at zero, every waiter wakes.
@@ -71,22 +62,12 @@ impl WaitGroup {
     /// Panics if the count is zero already (more `done`s than `add`s), as
     /// Go's does.
     pub fn done(&self) {
-        let mut st = lock(&self.state);
-        assert!(
-            st.count > 0,
-            "yieldloop: WaitGroup::done called more times than add counted"
-        );
-        st.count -= 1;
-        if st.count == 0 {
-            let wakes = st.waiters.wake_all();
-            drop(st);
-            waiters::wake_all(wakes);
-        }
+        self.gate.done();
     }
 
     /// The count now.
     pub fn count(&self) -> usize {
-        lock(&self.state).count
+        self.gate.count()
     }
 
     /// Waits until the count is zero; returns at once if it is.
@@ -95,31 +76,13 @@ impl WaitGroup {
     ///
     /// Panics if it must pause in a task that is unwinding.
     pub fn wait(&self) {
-        crate::task::coop::proceed();
-        let st = lock(&self.state);
-        if st.count == 0 {
-            return;
-        }
-        // Only `done` wakes a waiter with no deadline.
-        let _ = waiters::wait(
-            &self.state,
-            st,
-            (),
-            None,
-            waiters::nothing,
-            |_, _| Vec::new(),
-            "a WaitGroup",
-        );
+        self.gate.wait(None, "for a WaitGroup");
     }
 }
 
 impl fmt::Debug for WaitGroup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = lock(&self.state);
-        f.debug_struct("WaitGroup")
-            .field("count", &st.count)
-            .field("waiting", &st.waiters.len())
-            .finish()
+        fmt::Debug::fmt(&self.gate, f)
     }
 }
 
@@ -154,35 +117,14 @@ impl fmt::Debug for WaitGroup {
 /// assert_eq!(leaders, 1);
 /// ```
 pub struct Barrier {
-    n: usize,
-    state: StdMutex<BarrierState>,
-}
-
-struct BarrierState {
-    /// Waiters of the current round.
-    arrived: usize,
-    /// Rounds completed; a waiter knows its round is over when it changes.
-    generation: u64,
-    waiters: Waiters,
-}
-
-impl Queued for BarrierState {
-    type Kind = ();
-    fn waiters(&mut self) -> &mut Waiters {
-        &mut self.waiters
-    }
+    raw: logic::Barrier<CrossThread>,
 }
 
 impl Barrier {
     /// A barrier for `n` waiters. `n` of 0 or 1 never waits.
     pub fn new(n: usize) -> Barrier {
         Barrier {
-            n,
-            state: StdMutex::new(BarrierState {
-                arrived: 0,
-                generation: 0,
-                waiters: Waiters::default(),
-            }),
+            raw: logic::Barrier::new(n),
         }
     }
 
@@ -192,45 +134,12 @@ impl Barrier {
     ///
     /// Panics if it must pause in a task that is unwinding.
     pub fn wait(&self) -> BarrierWaitResult {
-        crate::task::coop::proceed();
-        let mut st = lock(&self.state);
-        st.arrived += 1;
-        if st.arrived >= self.n {
-            st.arrived = 0;
-            st.generation += 1;
-            let wakes = st.waiters.wake_all();
-            drop(st);
-            waiters::wake_all(wakes);
-            return BarrierWaitResult::new(true);
-        }
-        let generation = st.generation;
-        let (_st, woken) = waiters::wait(
-            &self.state,
-            st,
-            (),
-            None,
-            waiters::nothing,
-            // Unwound while the round is still open: un-arrive.
-            move |st, _| {
-                if st.generation == generation {
-                    st.arrived -= 1;
-                }
-                Vec::new()
-            },
-            "a Barrier",
-        );
-        debug_assert_eq!(woken, Woken::All);
-        BarrierWaitResult::new(false)
+        BarrierWaitResult::new(self.raw.wait("for a Barrier"))
     }
 }
 
 impl fmt::Debug for Barrier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = lock(&self.state);
-        f.debug_struct("Barrier")
-            .field("n", &self.n)
-            .field("arrived", &st.arrived)
-            .field("generation", &st.generation)
-            .finish()
+        fmt::Debug::fmt(&self.raw, f)
     }
 }

@@ -41,16 +41,15 @@
 
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::error::{RecvError, RecvTimeoutError, SendError};
-use super::xwait::{Channel, Counted, NotReady};
+use super::fanout::{Channel, Counted, ReceiverShare, SenderShare};
+use super::flavor::Wakeups;
+use super::wait::NotReady;
 use crate::sys::threads::MutexGuard;
 
 /// What the handles share. Values are dropped outside its lock.
-type Shared<T> = Channel<State<T>>;
-
 struct State<T> {
     value: T,
     /// Counts sends; a receiver has seen up to the version it remembers.
@@ -68,27 +67,31 @@ struct State<T> {
 /// assert!(rx.has_changed().unwrap());
 /// ```
 pub fn channel<T>(init: T) -> (Sender<T>, Receiver<T>) {
-    let shared = Arc::new(Channel::new(State {
+    let (tx, rx) = Channel::open(State {
         value: init,
         version: 0,
-    }));
+    });
     (
-        Sender {
-            shared: shared.clone(),
+        Sender { shared: tx },
+        Receiver {
+            shared: rx,
+            seen: 0,
         },
-        Receiver { shared, seen: 0 },
     )
 }
 
 /// The sending half of a [`channel`]; cloning it gives another sender.
+///
+/// The last sender dropped closes the channel: waiting receivers wake and
+/// learn it.
 pub struct Sender<T> {
-    shared: Arc<Shared<T>>,
+    shared: SenderShare<State<T>>,
 }
 
 /// The receiving half of a [`channel`]; a clone starts with what this one
 /// has seen.
 pub struct Receiver<T> {
-    shared: Arc<Shared<T>>,
+    shared: ReceiverShare<State<T>>,
     /// The version this receiver has seen.
     seen: u64,
 }
@@ -174,11 +177,10 @@ impl<T> Sender<T> {
     /// assert!(!rx.has_changed().unwrap());
     /// ```
     pub fn subscribe(&self) -> Receiver<T> {
-        let st = self.shared.add_receiver();
-        Receiver {
-            shared: self.shared.clone(),
-            seen: st.version,
-        }
+        let (shared, st) = self.shared.subscribe();
+        let seen = st.version;
+        drop(st);
+        Receiver { shared, seen }
     }
 
     /// How many receivers there are.
@@ -194,18 +196,9 @@ impl<T> Sender<T> {
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
-        self.shared.add_sender();
         Sender {
             shared: self.shared.clone(),
         }
-    }
-}
-
-impl<T> Drop for Sender<T> {
-    /// The last sender closes the channel: waiting receivers wake and
-    /// learn it.
-    fn drop(&mut self) {
-        self.shared.drop_sender();
     }
 }
 
@@ -348,17 +341,12 @@ impl<T> Receiver<T> {
 
 impl<T> Clone for Receiver<T> {
     fn clone(&self) -> Self {
-        drop(self.shared.add_receiver());
+        let (shared, st) = self.shared.subscribe();
+        drop(st);
         Receiver {
-            shared: self.shared.clone(),
+            shared,
             seen: self.seen,
         }
-    }
-}
-
-impl<T> Drop for Receiver<T> {
-    fn drop(&mut self) {
-        self.shared.drop_receiver();
     }
 }
 

@@ -2,9 +2,9 @@
 //! for both kinds.
 
 /// Defines the public handles of one channel kind, and the functions that
-/// make them, over the channel core of one [`Flavor`](super::Flavor): the
-/// calling module names the shared pointer (`Rc` or `Arc`), its `Chan<T>`
-/// and the flavor value each channel is made with, and gives the docs of
+/// make them, over the channel core of one [`ChanFlavor`](super::ChanFlavor):
+/// the calling module names the shared pointer (`Rc` or `Arc`) and its
+/// `Chan<T>`, and gives the docs of
 /// every item, which differ between the kinds (one pauses a task, the other
 /// also blocks a plain thread). The signatures, the bodies, and all that the
 /// two kinds do alike (the sender count kept by `Clone` and `Drop`, the close
@@ -25,7 +25,6 @@
 macro_rules! channel_handles {
     (
         shared: $shared:ident<$chan:ident>,
-        flavor: $flavor:expr,
 
         $(#[$channel_doc:meta])*
         pub fn channel;
@@ -72,13 +71,13 @@ macro_rules! channel_handles {
     ) => {
         $(#[$channel_doc])*
         pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
-            let chan = $shared::new($chan::new(None, $flavor));
+            let chan = $shared::new($chan::new(None));
             (Sender { chan: chan.clone() }, Receiver { chan })
         }
 
         $(#[$sync_channel_doc])*
         pub fn sync_channel<T>(bound: usize) -> (SyncSender<T>, Receiver<T>) {
-            let chan = $shared::new($chan::new(Some(bound), $flavor));
+            let chan = $shared::new($chan::new(Some(bound)));
             (SyncSender { chan: chan.clone() }, Receiver { chan })
         }
 

@@ -18,26 +18,28 @@
 //!   wake-up went through, so a send that was cancelled or timed out never
 //!   happened.
 //!
-//! The kinds differ only in what their [`Flavor`] says: the lock around the
-//! state (a `RefCell` on one thread, a `Mutex` between threads), how a
-//! waiter is woken (its [`ParkToken`] on one thread; across threads also a
-//! `RemoteUnparker`, or a condvar for a plain thread) and how the caller
-//! waits (a task parks; across threads a plain thread blocks). The flavor
-//! is a type parameter, not a trait object, so each kind is compiled for
-//! itself: a hand-over between two tasks makes no dynamic call and no
+//! The kinds differ only in what their flavor says, the same
+//! [`Flavor`](crate::sync::flavor::Flavor) the primitives of this module
+//! are made with, and its [`ChanFlavor`] side: the lock around the state (a
+//! `RefCell` on one thread, a `Mutex` between threads), how a waiter is
+//! woken (its [`ParkToken`] on one thread; across threads also a
+//! `RemoteUnparker`, or the handle of a blocked plain thread) and how the
+//! caller waits (a task parks; across threads a plain thread blocks). The
+//! flavor is a type parameter, not a trait object, so each kind is compiled
+//! for itself: a hand-over between two tasks makes no dynamic call and no
 //! allocation that the kind did not make before it shared this core.
 //!
 //! ```text
 //!   send ─▶ try_send ─ room ─▶ done (the first waiting receiver wakes)
 //!              │ full
 //!              ▼
-//!           Flavor::wait_sender: queue (waiter, value) in sendq and wait
+//!           ChanFlavor::wait_sender: queue (waiter, value) in sendq and wait
 //!           until a receiver takes the value or the receiver is gone
 //!
 //!   recv ─▶ try_recv ─ msg ──▶ done (the first parked sender moves up)
 //!              │ empty          ▲
 //!              ▼                │ woken or timed out: look again
-//!           Flavor::wait_receiver: queue a waiter in recvq and wait
+//!           ChanFlavor::wait_receiver: queue a waiter in recvq and wait
 //! ```
 
 use std::collections::VecDeque;
@@ -45,8 +47,10 @@ use std::fmt;
 use std::time::Instant;
 
 use super::error::{RecvTimeoutError, SendError, TryRecvError, TrySendError};
+use super::flavor::Lock;
 use super::select::sealed::{Fired, Registration};
-use super::waitq::{OnDrop, WaitQueue};
+use super::wait::OnDrop;
+use super::waiters::WaitQueue;
 use crate::protocol::ParkToken;
 use crate::protocol::Resume;
 use crate::scheduler::port::ParkedOn;
@@ -55,11 +59,11 @@ use crate::task::park::{park_on, park_token, RemoteUnparker};
 mod flavor;
 mod handles;
 
-pub(crate) use flavor::{Flavor, Guard, Lock};
+pub(crate) use flavor::{ChanFlavor, Guard};
 pub(crate) use handles::channel_handles;
 
 /// The state of one channel, behind its flavor's lock.
-pub(crate) struct State<T, F: Flavor> {
+pub(crate) struct State<T, F: ChanFlavor> {
     /// Messages sent and not received yet.
     buf: VecDeque<T>,
     /// `None`: unbounded. `Some(0)`: rendezvous.
@@ -90,7 +94,7 @@ struct Parked<T, S> {
     value: T,
 }
 
-impl<T, F: Flavor> State<T, F> {
+impl<T, F: ChanFlavor> State<T, F> {
     /// True if a receiver would find something to do: a message, a parked
     /// sender of a rendezvous, or the end of the channel.
     pub(crate) fn receivable(&self) -> bool {
@@ -99,26 +103,26 @@ impl<T, F: Flavor> State<T, F> {
 
     /// Takes the value of the first parked sender that is still parked,
     /// waking it: its send has happened.
-    fn take_parked_sender(&mut self, flavor: &F) -> Option<T> {
+    fn take_parked_sender(&mut self) -> Option<T> {
         self.sendq
-            .take_first(|p| flavor.wake_sender(&p.waiter))
+            .take_first(|p| F::wake_sender(&p.waiter))
             .map(|p| p.value)
     }
 
     /// The non-blocking receive every receive is made of.
-    pub(crate) fn try_recv(&mut self, flavor: &F) -> Result<T, TryRecvError> {
+    pub(crate) fn try_recv(&mut self) -> Result<T, TryRecvError> {
         if let Some(v) = self.buf.pop_front() {
-            self.space_came(flavor);
+            self.space_came();
             // A slot came free: the longest-parked sender fills it.
             if self.cap.is_some_and(|c| self.buf.len() < c) {
-                if let Some(next) = self.take_parked_sender(flavor) {
+                if let Some(next) = self.take_parked_sender() {
                     self.buf.push_back(next);
                 }
             }
             return Ok(v);
         }
         // Empty buffer: a rendezvous hands over straight from the sender.
-        if let Some(v) = self.take_parked_sender(flavor) {
+        if let Some(v) = self.take_parked_sender() {
             return Ok(v);
         }
         if self.senders == 0 {
@@ -130,7 +134,7 @@ impl<T, F: Flavor> State<T, F> {
 
     /// Sends without ever waiting: the unbounded send, and the fast path of
     /// the bounded one. Gives the value back if the channel is full.
-    pub(crate) fn try_send(&mut self, value: T, flavor: &F) -> Result<(), TrySendError<T>> {
+    pub(crate) fn try_send(&mut self, value: T) -> Result<(), TrySendError<T>> {
         if !self.receiver_alive {
             return Err(TrySendError::Disconnected(value));
         }
@@ -141,14 +145,14 @@ impl<T, F: Flavor> State<T, F> {
             // A rendezvous succeeds only into the hands of a waiting
             // receiver; it is woken and will take the value from the
             // buffer.
-            Some(_) => self.wake_receiver(flavor),
+            Some(_) => self.wake_receiver(),
         };
         if !room {
             return Err(TrySendError::Full(value));
         }
         self.buf.push_back(value);
         if self.cap != Some(0) {
-            self.wake_receiver(flavor);
+            self.wake_receiver();
         }
         Ok(())
     }
@@ -156,35 +160,34 @@ impl<T, F: Flavor> State<T, F> {
     /// Wakes the selects waiting to send: room came free, or a receiver
     /// came to wait, or the receiver went (then their sends fail at once).
     #[inline]
-    fn space_came(&mut self, flavor: &F) {
+    fn space_came(&mut self) {
         if !self.spaceq.is_empty() {
-            flavor.wake_all(&mut self.spaceq);
+            F::wake_all(&mut self.spaceq);
         }
     }
 
     /// Wakes one waiting receiver. Returns whether one was woken.
-    fn wake_receiver(&mut self, flavor: &F) -> bool {
-        flavor.wake_one(&mut self.recvq)
+    fn wake_receiver(&mut self) -> bool {
+        F::wake_one(&mut self.recvq)
     }
 
     /// A receiver that was woken but will not receive hands the wake-up
     /// on, if there is something to receive.
-    pub(crate) fn pass_on(&mut self, flavor: &F) {
+    pub(crate) fn pass_on(&mut self) {
         if self.receivable() {
-            self.wake_receiver(flavor);
+            self.wake_receiver();
         }
     }
 
     /// Queues a waiting receiver; what it reports through and keeps come
-    /// from [`Flavor::task_receiver`] (or, for a plain thread, its like).
+    /// from [`ChanFlavor::task_receiver`] (or, for a plain thread, its like).
     pub(crate) fn register(
         &mut self,
         (entry, fired, keep): (F::Receiver, Fired, Option<RemoteUnparker>),
-        flavor: &F,
     ) -> Registration {
         // A rendezvous has a taker now.
         if self.cap == Some(0) {
-            self.space_came(flavor);
+            self.space_came();
         }
         Registration {
             id: self.recvq.push(entry),
@@ -202,9 +205,9 @@ impl<T, F: Flavor> State<T, F> {
 
     /// Queues a sender that waits with `value`, and wakes a receiver: a
     /// rendezvous needs one to come and take it. Returns the entry's id.
-    pub(crate) fn queue_sender(&mut self, waiter: F::Sender, value: T, flavor: &F) -> u64 {
+    pub(crate) fn queue_sender(&mut self, waiter: F::Sender, value: T) -> u64 {
         let id = self.sendq.push(Parked { waiter, value });
-        self.wake_receiver(flavor);
+        self.wake_receiver();
         id
     }
 
@@ -224,18 +227,15 @@ impl<T, F: Flavor> State<T, F> {
     }
 }
 
-/// One channel: its state behind the flavor's lock, and the flavor.
-pub(crate) struct Chan<T, F: Flavor> {
+/// One channel: its state behind the flavor's lock.
+pub(crate) struct Chan<T, F: ChanFlavor> {
     state: F::Lock<State<T, F>>,
-    /// How waiters are woken (across threads: with the condvars that plain
-    /// threads sleep on).
-    pub(crate) flavor: F,
 }
 
-impl<T, F: Flavor> Chan<T, F> {
+impl<T, F: ChanFlavor> Chan<T, F> {
     /// A channel with one sender and its receiver, holding at most `cap`
     /// messages (`None`: unbounded; `Some(0)`: rendezvous).
-    pub(crate) fn new(cap: Option<usize>, flavor: F) -> Self {
+    pub(crate) fn new(cap: Option<usize>) -> Self {
         Chan {
             state: Lock::new(State {
                 buf: VecDeque::new(),
@@ -246,7 +246,6 @@ impl<T, F: Flavor> Chan<T, F> {
                 sendq: WaitQueue::default(),
                 spaceq: WaitQueue::default(),
             }),
-            flavor,
         }
     }
 
@@ -257,12 +256,12 @@ impl<T, F: Flavor> Chan<T, F> {
 
     /// See [`State::try_send`].
     pub(crate) fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        self.lock().try_send(value, &self.flavor)
+        self.lock().try_send(value)
     }
 
     /// See [`State::try_recv`].
     pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
-        self.lock().try_recv(&self.flavor)
+        self.lock().try_recv()
     }
 
     /// The bounded send: the fast path, else wait with the value until a
@@ -274,7 +273,7 @@ impl<T, F: Flavor> Chan<T, F> {
         // receiver freeing a slot in between would leave this sender
         // parked by a buffer with room.
         let mut st = self.lock();
-        let value = match st.try_send(value, &self.flavor) {
+        let value = match st.try_send(value) {
             Ok(()) => return Ok(()),
             Err(TrySendError::Disconnected(v)) => return Err(SendError(v)),
             Err(TrySendError::Full(v)) => v,
@@ -291,7 +290,7 @@ impl<T, F: Flavor> Chan<T, F> {
         // a message sent from another thread in between cannot go unseen.
         let mut st = self.lock();
         loop {
-            match st.try_recv(&self.flavor) {
+            match st.try_recv() {
                 Ok(v) => return Ok(v),
                 Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                 Err(TryRecvError::Empty) => {}
@@ -327,14 +326,14 @@ impl<T, F: Flavor> Chan<T, F> {
         deadline: Option<Instant>,
     ) -> Result<Guard<'a, T, F>, RecvTimeoutError> {
         let token = park_token();
-        let reg = st.register(F::task_receiver(token), &self.flavor);
+        let reg = st.register(F::task_receiver(token));
         drop(st);
         // No lock is held across the pause: the guard below takes it while
         // the stack unwinds from inside `park`.
         let guard = OnDrop::new(|| {
             let mut st = self.lock();
             if st.unregister(&reg) {
-                st.pass_on(&self.flavor);
+                st.pass_on();
             }
         });
         let r = park_on(token, deadline, ParkedOn::Channel);
@@ -343,7 +342,7 @@ impl<T, F: Flavor> Chan<T, F> {
         let woken = st.unregister(&reg);
         if let Resume::Cancelled = r {
             if woken {
-                st.pass_on(&self.flavor);
+                st.pass_on();
             }
             return Err(RecvTimeoutError::Disconnected);
         }
@@ -362,7 +361,7 @@ impl<T, F: Flavor> Chan<T, F> {
     ///
     /// # Errors
     ///
-    /// As for [`Flavor::wait_sender`].
+    /// As for [`ChanFlavor::wait_sender`].
     pub(crate) fn park_sender(
         &self,
         mut st: Guard<'_, T, F>,
@@ -370,7 +369,7 @@ impl<T, F: Flavor> Chan<T, F> {
     ) -> Result<(), SendError<T>> {
         let mut token = park_token();
         let (waiter, mut _keep) = F::task_sender(token);
-        let id = st.queue_sender(waiter, value, &self.flavor);
+        let id = st.queue_sender(waiter, value);
         drop(st);
         let guard = OnDrop::new(|| {
             let withdrawn = self.lock().sendq.remove(id);
@@ -405,7 +404,7 @@ impl<T, F: Flavor> Chan<T, F> {
     /// Queues the pause `token` of a [`Select`](super::Select) as a waiting
     /// receiver.
     pub(crate) fn register(&self, token: ParkToken) -> Registration {
-        self.lock().register(F::task_receiver(token), &self.flavor)
+        self.lock().register(F::task_receiver(token))
     }
 
     /// Queues the pause `token` of a [`Select`](super::Select) with a send
@@ -433,7 +432,7 @@ impl<T, F: Flavor> Chan<T, F> {
 
     /// See [`State::pass_on`].
     pub(crate) fn pass_on(&self) {
-        self.lock().pass_on(&self.flavor);
+        self.lock().pass_on();
     }
 
     /// A sender handle was cloned.
@@ -448,7 +447,7 @@ impl<T, F: Flavor> Chan<T, F> {
         let mut st = self.lock();
         st.senders -= 1;
         if st.senders == 0 {
-            self.flavor.wake_all(&mut st.recvq);
+            F::wake_all(&mut st.recvq);
         }
     }
 
@@ -458,12 +457,12 @@ impl<T, F: Flavor> Chan<T, F> {
         let buffered = {
             let mut st = self.lock();
             st.receiver_alive = false;
-            st.space_came(&self.flavor);
+            st.space_came();
             // Parked senders wake, find their value still queued and take
             // it back in a `SendError`; their entries stay for them to
             // take.
             for p in st.sendq.iter() {
-                self.flavor.wake_sender(&p.waiter);
+                F::wake_sender(&p.waiter);
             }
             std::mem::take(&mut st.buf)
         };

@@ -18,22 +18,24 @@
 //! });
 //! ```
 //!
-//! They are the channel core (the private `sync::chan` module) in its
-//! single-thread flavor.
-//! The state sits in an `Rc<RefCell<..>>`, not behind a lock: every handle
-//! lives on one scheduler's thread (none of them is `Send`), and no borrow
-//! is ever held across a pause, so a borrow can never be contended. Every
-//! waiter is a task of that scheduler, woken through its [`ParkToken`]
-//! without any atomic operation.
+//! They are the channels and primitives of [`sync`](super) in its
+//! single-thread flavor: the same code (the channel core, each
+//! primitive's logic, the one waiter list) as the cross-thread kinds, made
+//! with a `RefCell` where those take a lock. The state sits in an
+//! `Rc<RefCell<..>>` (or a `RefCell` the caller shares through an `Rc`),
+//! not behind a lock: every handle lives on one scheduler's thread (none of
+//! them is `Sync`), and no borrow is ever held across a pause, so a borrow
+//! can never be contended. Every waiter is a task of that scheduler, woken
+//! through its [`ParkToken`] without any atomic operation.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::chan::{self, channel_handles, Flavor, Guard};
+use super::chan::{self, channel_handles, ChanFlavor, Guard};
 use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
+use super::flavor::Local;
 use super::select::sealed::Fired;
-use super::waitq::WaitQueue;
+use super::waiters::WaitQueue;
 use crate::protocol::ParkToken;
 use crate::task::park::RemoteUnparker;
 
@@ -47,30 +49,26 @@ pub use notify::{Event, Notify};
 pub use semaphore::{Semaphore, SemaphorePermit};
 pub use waitgroup::{Barrier, BarrierWaitResult, WaitGroup};
 
-/// The single-thread flavor of the channel core.
-#[derive(Debug)]
-pub(crate) struct Local;
-
 // `#[inline]` throughout: the core calls these on every hand-over from its
 // generic code, which is compiled in the crate that uses the channel, and
 // there a function of this crate that is not generic is otherwise never
 // inlined.
 
-impl Flavor for Local {
-    type Lock<S> = RefCell<S>;
+/// The single-thread flavor of the channel core.
+impl ChanFlavor for Local {
     /// A waiting receiver is its park token: whether a sender picked it is
     /// told by its entry being gone from the queue ([`Fired::Dequeued`]).
     type Receiver = ParkToken;
     type Sender = ParkToken;
 
     #[inline]
-    fn wake_one(&self, q: &mut WaitQueue<ParkToken>) -> bool {
+    fn wake_one(q: &mut WaitQueue<ParkToken>) -> bool {
         // An entry whose unpark fails stays queued for its owner to remove.
         q.take_first(|t| t.unpark()).is_some()
     }
 
     #[inline]
-    fn wake_all(&self, q: &mut WaitQueue<ParkToken>) {
+    fn wake_all(q: &mut WaitQueue<ParkToken>) {
         // An entry whose task stopped waiting goes too; its owner then
         // takes itself for picked and hands a wake-up on: at worst one
         // receiver wakes for nothing and looks again.
@@ -80,7 +78,7 @@ impl Flavor for Local {
     }
 
     #[inline]
-    fn wake_sender(&self, token: &ParkToken) -> bool {
+    fn wake_sender(token: &ParkToken) -> bool {
         token.unpark()
     }
 
@@ -104,9 +102,9 @@ impl Flavor for Local {
     }
 
     #[inline]
-    fn wait_sender<T>(
-        chan: &Chan<T>,
-        st: Guard<'_, T, Local>,
+    fn wait_sender<'a, T>(
+        chan: &'a Chan<T>,
+        st: Guard<'a, T, Local>,
         value: T,
     ) -> Result<(), SendError<T>> {
         chan.park_sender(st, value)
@@ -118,7 +116,6 @@ pub(crate) type Chan<T> = chan::Chan<T, Local>;
 
 channel_handles! {
     shared: Rc<Chan>,
-    flavor: Local,
 
     /// Creates an unbounded single-thread channel: sends never pause, a
     /// receive pauses the task until a message comes.

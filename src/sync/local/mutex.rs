@@ -4,7 +4,8 @@ use std::cell::{RefCell, RefMut};
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use super::semaphore::Semaphore;
+use crate::sync::flavor::Local;
+use crate::sync::logic::RawMutex;
 
 /// A mutual-exclusion lock for the tasks of one thread, held across pauses.
 ///
@@ -16,8 +17,9 @@ use super::semaphore::Semaphore;
 /// Unlocking with tasks waiting hands the lock to the one that has waited
 /// longest: acquisition is first come, first served, so no waiter starves
 /// and a task that unlocks and relocks at once goes to the back of the
-/// queue. Underneath it is a [`Semaphore`] of one permit guarding a
-/// `RefCell`.
+/// queue. Underneath it is the lock of the cross-thread
+/// [`sync::Mutex`](crate::sync::Mutex), its word a plain `Cell` rather than
+/// an atomic, guarding a `RefCell`.
 ///
 /// Single-thread: share it between the tasks of one scheduler through an
 /// `Rc`. There is no poisoning: a task that panics while holding the guard
@@ -56,10 +58,9 @@ use super::semaphore::Semaphore;
 /// });
 /// ```
 pub struct Mutex<T: ?Sized> {
-    sem: Semaphore,
-    /// Borrowed mutably by the guard of whoever holds the lock; the
-    /// semaphore makes sure that is one task at a time, so the borrow never
-    /// fails.
+    raw: RawMutex<Local>,
+    /// Borrowed mutably by the guard of whoever holds the lock; the lock
+    /// makes sure that is one task at a time, so the borrow never fails.
     data: RefCell<T>,
 }
 
@@ -67,7 +68,7 @@ impl<T> Mutex<T> {
     /// An unlocked mutex holding `value`.
     pub fn new(value: T) -> Mutex<T> {
         Mutex {
-            sem: Semaphore::new(1),
+            raw: RawMutex::new(),
             data: RefCell::new(value),
         }
     }
@@ -88,7 +89,7 @@ impl<T: ?Sized> Mutex<T> {
     /// holds the lock never returns (as with any non-reentrant lock); the
     /// scheduler reports the deadlock if nothing else can happen.
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        self.sem.acquire_raw();
+        lock(&self.raw);
         self.guard()
     }
 
@@ -104,7 +105,7 @@ impl<T: ?Sized> Mutex<T> {
     /// assert_eq!(*m.try_lock().unwrap(), 1);
     /// ```
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.sem.try_acquire_raw().then(|| self.guard())
+        self.raw.try_lock().then(|| self.guard())
     }
 
     /// The value, through `&mut`: no locking needed.
@@ -114,12 +115,12 @@ impl<T: ?Sized> Mutex<T> {
 
     /// True while a task holds the lock.
     pub fn is_locked(&self) -> bool {
-        self.sem.available_permits() == 0
+        self.raw.is_locked()
     }
 
     /// Tasks queued for the lock now.
     pub fn waiting(&self) -> usize {
-        self.sem.waiting()
+        self.raw.waiting()
     }
 
     fn guard(&self) -> MutexGuard<'_, T> {
@@ -145,6 +146,20 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
         };
         d.field("waiting", &self.waiting()).finish()
     }
+}
+
+// The lock and unlock of every `Mutex<T>`, whatever its `T`: functions that
+// are not generic, so that they are compiled once, in this crate, where
+// the waiting and waking they call is inlined into them (a generic method
+// would be compiled in each crate that locks a mutex, calling all of that
+// across the crate boundary).
+
+fn lock(raw: &RawMutex<Local>) {
+    raw.lock("for a semaphore or mutex");
+}
+
+fn unlock(raw: &RawMutex<Local>) {
+    raw.unlock();
 }
 
 /// Access to a locked [`Mutex`]'s value; unlocks when dropped.
@@ -177,7 +192,7 @@ impl<T: ?Sized> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
         // The borrow ends first, so the next holder's borrow succeeds.
         self.data = None;
-        self.mutex.sem.release();
+        unlock(&self.mutex.raw);
     }
 }
 

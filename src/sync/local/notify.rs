@@ -1,12 +1,11 @@
 //! [`Notify`] (wake one or all waiters) and [`Event`] (a flag tasks wait
 //! to see set).
 
-use std::cell::RefCell;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::protocol::Resume;
-use crate::sync::waitq::{self, park_local, Signals, Woken};
+use crate::sync::flavor::Local;
+use crate::sync::logic::{self, Gate};
 
 /// Wakes tasks that wait for "something happened", with no data attached.
 ///
@@ -47,39 +46,33 @@ use crate::sync::waitq::{self, park_local, Signals, Woken};
 ///     ready.wait();
 /// });
 /// ```
-#[derive(Default)]
 pub struct Notify {
-    state: RefCell<NotifyState>,
+    /// A semaphore that keeps at most one permit.
+    raw: logic::Semaphore<Local>,
 }
 
-#[derive(Default)]
-struct NotifyState {
-    permit: bool,
-    waiters: Signals,
-}
-
-impl NotifyState {
-    fn notify_one(&mut self) {
-        if !waitq::wake_one(&mut self.waiters) {
-            self.permit = true;
-        }
+impl Default for Notify {
+    fn default() -> Self {
+        Notify::new()
     }
 }
 
 impl Notify {
     /// A `Notify` with no permit stored.
     pub fn new() -> Notify {
-        Notify::default()
+        Notify {
+            raw: logic::Semaphore::new(0, 1),
+        }
     }
 
     /// Wakes the longest-waiting task, or stores a permit if none waits.
     pub fn notify_one(&self) {
-        self.state.borrow_mut().notify_one();
+        self.raw.release();
     }
 
     /// Wakes every task waiting now; stores nothing.
     pub fn notify_all(&self) {
-        waitq::wake_all(&mut self.state.borrow_mut().waiters);
+        self.raw.wake_all();
     }
 
     /// Waits for a notification (or takes the stored permit).
@@ -89,7 +82,7 @@ impl Notify {
     /// Panics if it must pause outside a task, or in a task that is
     /// unwinding.
     pub fn wait(&self) {
-        self.wait_deadline(None);
+        self.raw.acquire(None, "for a Notify");
     }
 
     /// Like [`wait`](Self::wait), giving up after `timeout`. Returns
@@ -100,53 +93,18 @@ impl Notify {
     /// As for `wait`.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
         let deadline = crate::time::deadline_after(timeout);
-        self.wait_deadline(Some(deadline))
+        self.raw.acquire(Some(deadline), "for a Notify")
     }
 
     /// Tasks waiting now.
     pub fn waiting(&self) -> usize {
-        self.state.borrow().waiters.len()
-    }
-
-    fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::task::coop::proceed();
-        loop {
-            if std::mem::take(&mut self.state.borrow_mut().permit) {
-                return true;
-            }
-            // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
-                return false;
-            }
-            let (r, woken) = park_local(
-                &self.state,
-                |s| &mut s.waiters,
-                deadline,
-                // Picked by notify_one, then unwound: pass it on.
-                |s, woken| {
-                    if woken == Woken::One {
-                        s.notify_one();
-                    }
-                },
-            );
-            match (r, woken) {
-                (_, Woken::One | Woken::All) => return true,
-                (Resume::Cancelled, _) => {
-                    panic!("yieldloop: cannot wait for a Notify in a task that is unwinding")
-                }
-                _ => {}
-            }
-        }
+        self.raw.waiting()
     }
 }
 
 impl fmt::Debug for Notify {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.borrow();
-        f.debug_struct("Notify")
-            .field("permit", &st.permit)
-            .field("waiting", &st.waiters.len())
-            .finish()
+        self.raw.fmt_notify(f)
     }
 }
 
@@ -185,38 +143,36 @@ impl fmt::Debug for Notify {
 ///     assert_eq!(sum, 3);
 /// });
 /// ```
-#[derive(Default)]
 pub struct Event {
-    state: RefCell<EventState>,
+    /// A gate whose count is 0 while the flag is set, 1 while it is not.
+    gate: Gate<Local>,
 }
 
-#[derive(Default)]
-struct EventState {
-    set: bool,
-    waiters: Signals,
+impl Default for Event {
+    fn default() -> Self {
+        Event::new()
+    }
 }
 
 impl Event {
     /// An event that is not set.
     pub fn new() -> Event {
-        Event::default()
+        Event { gate: Gate::new(1) }
     }
 
     /// Sets the flag and wakes every waiting task.
     pub fn set(&self) {
-        let mut st = self.state.borrow_mut();
-        st.set = true;
-        waitq::wake_all(&mut st.waiters);
+        self.gate.set(0);
     }
 
     /// Clears the flag.
     pub fn clear(&self) {
-        self.state.borrow_mut().set = false;
+        self.gate.set(1);
     }
 
     /// True while the flag is set.
     pub fn is_set(&self) -> bool {
-        self.state.borrow().set
+        self.gate.count() == 0
     }
 
     /// Waits until the flag is set; returns at once if it is.
@@ -226,7 +182,7 @@ impl Event {
     /// Panics if it must pause outside a task, or in a task that is
     /// unwinding.
     pub fn wait(&self) {
-        self.wait_deadline(None);
+        self.gate.wait(None, "for an Event");
     }
 
     /// Like [`wait`](Self::wait), giving up after `timeout`. Returns
@@ -237,37 +193,15 @@ impl Event {
     /// As for `wait`.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
         let deadline = crate::time::deadline_after(timeout);
-        self.wait_deadline(Some(deadline))
-    }
-
-    fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        crate::task::coop::proceed();
-        loop {
-            if self.is_set() {
-                return true;
-            }
-            // A deadline `<= now` has passed.
-            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
-                return false;
-            }
-            let (r, woken) = park_local(&self.state, |s| &mut s.waiters, deadline, |_, _| {});
-            match (r, woken) {
-                (_, Woken::One | Woken::All) => return true,
-                (Resume::Cancelled, _) => {
-                    panic!("yieldloop: cannot wait for an Event in a task that is unwinding")
-                }
-                _ => {}
-            }
-        }
+        self.gate.wait(Some(deadline), "for an Event")
     }
 }
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.borrow();
         f.debug_struct("Event")
-            .field("set", &st.set)
-            .field("waiting", &st.waiters.len())
+            .field("set", &self.is_set())
+            .field("waiting", &self.gate.waiting())
             .finish()
     }
 }

@@ -1,11 +1,10 @@
 //! [`Semaphore`]: a count of permits that tasks wait for, first come,
-//! first served. [`Mutex`](super::local::Mutex) is a semaphore of one permit.
+//! first served.
 
-use std::cell::RefCell;
 use std::fmt;
 
-use crate::protocol::Resume;
-use crate::sync::waitq::{self, park_local, Signals, Woken};
+use crate::sync::flavor::Local;
+use crate::sync::logic;
 
 /// A counting semaphore for the tasks of one thread.
 ///
@@ -54,43 +53,14 @@ use crate::sync::waitq::{self, park_local, Signals, Woken};
 /// });
 /// ```
 pub struct Semaphore {
-    state: RefCell<State>,
-}
-
-struct State {
-    /// # Invariant
-    /// Nonzero only while no live task waits: a released permit goes to a
-    /// waiter before it goes back to the count.
-    permits: usize,
-    waiters: Signals,
-}
-
-impl State {
-    /// Gives one permit back: to the longest waiter, else to the count.
-    fn release(&mut self) {
-        if !waitq::wake_one(&mut self.waiters) {
-            self.permits += 1;
-        }
-    }
-
-    fn try_take(&mut self) -> bool {
-        if self.permits > 0 {
-            self.permits -= 1;
-            true
-        } else {
-            false
-        }
-    }
+    raw: logic::Semaphore<Local>,
 }
 
 impl Semaphore {
     /// A semaphore with `permits` permits.
     pub fn new(permits: usize) -> Semaphore {
         Semaphore {
-            state: RefCell::new(State {
-                permits,
-                waiters: Signals::default(),
-            }),
+            raw: logic::Semaphore::new(permits, usize::MAX),
         }
     }
 
@@ -101,7 +71,7 @@ impl Semaphore {
     /// Panics if it must pause outside a task, or in a task that is
     /// unwinding (a destructor cannot wait).
     pub fn acquire(&self) -> SemaphorePermit<'_> {
-        self.acquire_raw();
+        self.raw.acquire(None, "for a semaphore or mutex");
         SemaphorePermit { sem: self }
     }
 
@@ -120,7 +90,8 @@ impl Semaphore {
     pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
         // `then`, not `then_some`: a permit built eagerly and dropped on
         // failure would release a permit never taken.
-        self.try_acquire_raw()
+        self.raw
+            .try_acquire()
             .then(|| SemaphorePermit { sem: self })
     }
 
@@ -128,64 +99,23 @@ impl Semaphore {
     /// the count. Pairs with [`SemaphorePermit::forget`], or grows the
     /// semaphore.
     pub fn release(&self) {
-        self.state.borrow_mut().release();
+        self.raw.release();
     }
 
     /// Permits free now.
     pub fn available_permits(&self) -> usize {
-        self.state.borrow().permits
+        self.raw.available_permits()
     }
 
     /// Tasks queued for a permit now.
     pub fn waiting(&self) -> usize {
-        self.state.borrow().waiters.len()
-    }
-
-    pub(crate) fn try_acquire_raw(&self) -> bool {
-        self.state.borrow_mut().try_take()
-    }
-
-    /// Takes a permit without a guard, for [`Mutex`](super::local::Mutex).
-    pub(crate) fn acquire_raw(&self) {
-        crate::task::coop::proceed();
-        if self.try_acquire_raw() {
-            return;
-        }
-        loop {
-            let (r, woken) = park_local(
-                &self.state,
-                |s| &mut s.waiters,
-                None,
-                // Handed a permit, then unwound before using it: pass it on.
-                |s, woken| {
-                    if woken == Woken::One {
-                        s.release();
-                    }
-                },
-            );
-            if woken == Woken::One {
-                // The releaser handed its permit over: it is ours.
-                return;
-            }
-            if let Resume::Cancelled = r {
-                panic!(
-                    "yieldloop: cannot wait for a semaphore or mutex in a task that is unwinding"
-                );
-            }
-            if self.try_acquire_raw() {
-                return;
-            }
-        }
+        self.raw.waiting()
     }
 }
 
 impl fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.borrow();
-        f.debug_struct("Semaphore")
-            .field("permits", &st.permits)
-            .field("waiting", &st.waiters.len())
-            .finish()
+        self.raw.fmt_permits(f)
     }
 }
 

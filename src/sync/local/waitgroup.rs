@@ -1,11 +1,10 @@
 //! [`WaitGroup`] (wait for a count of jobs to finish, Go-style) and
 //! [`Barrier`] (wait for a number of tasks to arrive).
 
-use std::cell::RefCell;
 use std::fmt;
 
-use crate::protocol::Resume;
-use crate::sync::waitq::{self, park_local, Signals, Woken};
+use crate::sync::flavor::Local;
+use crate::sync::logic::{self, Gate};
 
 /// Waits for a collection of jobs to finish, like Go's `sync.WaitGroup`.
 ///
@@ -40,26 +39,25 @@ use crate::sync::waitq::{self, park_local, Signals, Woken};
 ///     assert_eq!(finished.get(), 5);
 /// });
 /// ```
-#[derive(Default)]
 pub struct WaitGroup {
-    state: RefCell<WgState>,
+    gate: Gate<Local>,
 }
 
-#[derive(Default)]
-struct WgState {
-    count: usize,
-    waiters: Signals,
+impl Default for WaitGroup {
+    fn default() -> Self {
+        WaitGroup::new()
+    }
 }
 
 impl WaitGroup {
     /// A wait group with a count of zero.
     pub fn new() -> WaitGroup {
-        WaitGroup::default()
+        WaitGroup { gate: Gate::new(0) }
     }
 
     /// Adds `n` to the count.
     pub fn add(&self, n: usize) {
-        self.state.borrow_mut().count += n;
+        self.gate.add(n);
     }
 
     /// Takes one from the count; at zero, every waiter wakes.
@@ -69,20 +67,12 @@ impl WaitGroup {
     /// Panics if the count is zero already (more `done`s than `add`s), as
     /// Go's does.
     pub fn done(&self) {
-        let mut st = self.state.borrow_mut();
-        assert!(
-            st.count > 0,
-            "yieldloop: WaitGroup::done called more times than add counted"
-        );
-        st.count -= 1;
-        if st.count == 0 {
-            waitq::wake_all(&mut st.waiters);
-        }
+        self.gate.done();
     }
 
     /// The count now.
     pub fn count(&self) -> usize {
-        self.state.borrow().count
+        self.gate.count()
     }
 
     /// Pauses the task until the count is zero; returns at once if it is.
@@ -92,30 +82,13 @@ impl WaitGroup {
     /// Panics if it must pause outside a task, or in a task that is
     /// unwinding.
     pub fn wait(&self) {
-        crate::task::coop::proceed();
-        loop {
-            if self.count() == 0 {
-                return;
-            }
-            let (r, woken) = park_local(&self.state, |s| &mut s.waiters, None, |_, _| {});
-            match (r, woken) {
-                (_, Woken::One | Woken::All) => return,
-                (Resume::Cancelled, _) => {
-                    panic!("yieldloop: cannot wait for a WaitGroup in a task that is unwinding")
-                }
-                _ => {}
-            }
-        }
+        self.gate.wait(None, "for a WaitGroup");
     }
 }
 
 impl fmt::Debug for WaitGroup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.borrow();
-        f.debug_struct("WaitGroup")
-            .field("count", &st.count)
-            .field("waiting", &st.waiters.len())
-            .finish()
+        fmt::Debug::fmt(&self.gate, f)
     }
 }
 
@@ -159,16 +132,7 @@ impl fmt::Debug for WaitGroup {
 /// });
 /// ```
 pub struct Barrier {
-    n: usize,
-    state: RefCell<BarrierState>,
-}
-
-struct BarrierState {
-    /// Tasks waiting in the current round.
-    arrived: usize,
-    /// Rounds completed; a waiter knows its round is over when it changes.
-    generation: u64,
-    waiters: Signals,
+    raw: logic::Barrier<Local>,
 }
 
 /// What [`Barrier::wait`] returns.
@@ -192,12 +156,7 @@ impl Barrier {
     /// A barrier for `n` tasks. `n` of 0 or 1 never pauses.
     pub fn new(n: usize) -> Barrier {
         Barrier {
-            n,
-            state: RefCell::new(BarrierState {
-                arrived: 0,
-                generation: 0,
-                waiters: Signals::default(),
-            }),
+            raw: logic::Barrier::new(n),
         }
     }
 
@@ -208,48 +167,14 @@ impl Barrier {
     /// Panics if it must pause outside a task, or in a task that is
     /// unwinding.
     pub fn wait(&self) -> BarrierWaitResult {
-        crate::task::coop::proceed();
-        let generation = {
-            let mut st = self.state.borrow_mut();
-            st.arrived += 1;
-            if st.arrived >= self.n {
-                st.arrived = 0;
-                st.generation += 1;
-                waitq::wake_all(&mut st.waiters);
-                return BarrierWaitResult { leader: true };
-            }
-            st.generation
-        };
-        loop {
-            let (r, _) = park_local(
-                &self.state,
-                |s| &mut s.waiters,
-                None,
-                // Unwound while the round is still open: un-arrive.
-                move |s, _| {
-                    if s.generation == generation {
-                        s.arrived -= 1;
-                    }
-                },
-            );
-            if self.state.borrow().generation != generation {
-                return BarrierWaitResult { leader: false };
-            }
-            if let Resume::Cancelled = r {
-                self.state.borrow_mut().arrived -= 1;
-                panic!("yieldloop: cannot wait at a Barrier in a task that is unwinding");
-            }
+        BarrierWaitResult {
+            leader: self.raw.wait("at a Barrier"),
         }
     }
 }
 
 impl fmt::Debug for Barrier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.borrow();
-        f.debug_struct("Barrier")
-            .field("n", &self.n)
-            .field("arrived", &st.arrived)
-            .field("generation", &st.generation)
-            .finish()
+        fmt::Debug::fmt(&self.raw, f)
     }
 }

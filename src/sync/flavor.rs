@@ -1,0 +1,373 @@
+//! What makes a primitive or a channel single-thread or cross-thread: its
+//! [`Flavor`], [`Local`] or [`CrossThread`].
+//!
+//! Every primitive and channel of this module is written once, over a
+//! flavor type parameter, and the flavor says the three things in which the
+//! kinds differ:
+//!
+//! | | [`Local`] | [`CrossThread`] |
+//! |---|---|---|
+//! | the [`Lock`] around the state | `RefCell` | std `Mutex` |
+//! | a mutex's lock [`Word`] | `Cell<usize>` | `AtomicUsize` |
+//! | a waiter's wake handle ([`Flavor::Wake`]) | its [`ParkToken`] | its token and a [`RemoteUnparker`], or a plain [`Thread`](thread::Thread) |
+//! | when a waker wakes it | at once, under the lock, learning whether it still waits | once the lock is released ([`Wakeups`]) |
+//! | who waits | a task | a task, or a plain thread, which blocks |
+//!
+//! The flavor is a type parameter, not a trait object, so each kind is
+//! compiled for itself: the single-thread kinds make no atomic operation
+//! and no dynamic call.
+
+use std::cell::{Cell, RefCell, RefMut};
+use std::ops::DerefMut;
+use std::sync::PoisonError;
+
+use crate::protocol::ParkToken;
+use crate::sys::threads::atomic::{AtomicUsize, Ordering};
+use crate::sys::threads::{thread, Mutex, MutexGuard};
+use crate::task::park::{park_token, Pause, RemoteUnparker};
+
+/// The lock around a primitive's or a channel's state. Either kind holds it
+/// for a few instructions and never across a pause or a wait.
+pub(crate) trait Lock<S> {
+    /// What [`lock`](Self::lock) hands out.
+    type Guard<'a>: DerefMut<Target = S>
+    where
+        Self: 'a;
+
+    /// A lock around `state`.
+    fn new(state: S) -> Self;
+
+    /// Takes the lock.
+    fn lock(&self) -> Self::Guard<'_>;
+}
+
+/// The single-thread lock: every handle lives on one scheduler's thread and
+/// no borrow is held across a pause, so a borrow can never be contended.
+impl<S> Lock<S> for RefCell<S> {
+    type Guard<'a>
+        = RefMut<'a, S>
+    where
+        Self: 'a;
+
+    #[inline]
+    fn new(state: S) -> Self {
+        RefCell::new(state)
+    }
+
+    #[inline]
+    fn lock(&self) -> RefMut<'_, S> {
+        self.borrow_mut()
+    }
+}
+
+/// The cross-thread lock: a std mutex, not a task-aware one, because
+/// nothing ever pauses while holding it (it is released before any park).
+impl<S> Lock<S> for Mutex<S> {
+    type Guard<'a>
+        = MutexGuard<'a, S>
+    where
+        Self: 'a;
+
+    #[inline]
+    fn new(state: S) -> Self {
+        Mutex::new(state)
+    }
+
+    #[inline]
+    fn lock(&self) -> MutexGuard<'_, S> {
+        // No code panics while holding the lock in a way that leaves the
+        // state half-updated (values are dropped after it is released), so
+        // a poisoned lock still holds a sound state.
+        Mutex::lock(self).unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The held lock of state `S` in flavor `F`: a `RefMut` or a `MutexGuard`.
+pub(crate) type Guard<'a, F, S> = <<F as Flavor>::Lock<S> as Lock<S>>::Guard<'a>;
+
+/// A mutex's lock word: read and changed with the operations of an atomic
+/// integer, which the single-thread flavor does with a plain `Cell` (the
+/// orderings then mean nothing).
+pub(crate) trait Word {
+    /// A word holding `v`.
+    fn new(v: usize) -> Self;
+    /// The value.
+    fn load(&self, order: Ordering) -> usize;
+    /// Sets the value.
+    fn store(&self, v: usize, order: Ordering);
+    /// Sets the value to `new` if it is `current`; the value it had, as
+    /// `Ok` if it was changed.
+    fn compare_exchange(
+        &self,
+        current: usize,
+        new: usize,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<usize, usize>;
+}
+
+impl Word for Cell<usize> {
+    #[inline]
+    fn new(v: usize) -> Self {
+        Cell::new(v)
+    }
+
+    #[inline]
+    fn load(&self, _: Ordering) -> usize {
+        self.get()
+    }
+
+    #[inline]
+    fn store(&self, v: usize, _: Ordering) {
+        self.set(v);
+    }
+
+    #[inline]
+    fn compare_exchange(
+        &self,
+        current: usize,
+        new: usize,
+        _: Ordering,
+        _: Ordering,
+    ) -> Result<usize, usize> {
+        let v = self.get();
+        if v == current {
+            self.set(new);
+            Ok(v)
+        } else {
+            Err(v)
+        }
+    }
+}
+
+impl Word for AtomicUsize {
+    #[inline]
+    fn new(v: usize) -> Self {
+        AtomicUsize::new(v)
+    }
+
+    #[inline]
+    fn load(&self, order: Ordering) -> usize {
+        AtomicUsize::load(self, order)
+    }
+
+    #[inline]
+    fn store(&self, v: usize, order: Ordering) {
+        AtomicUsize::store(self, v, order);
+    }
+
+    #[inline]
+    fn compare_exchange(
+        &self,
+        current: usize,
+        new: usize,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<usize, usize> {
+        AtomicUsize::compare_exchange(self, current, new, success, failure)
+    }
+}
+
+/// The wake-ups a waker takes out of a waiter list under the lock, to send
+/// once the lock is released, so that the woken never find it held by
+/// their waker.
+#[must_use = "the waiters wake only when `wake` is called"]
+pub(crate) trait Wakeups<W>: Default {
+    /// Adds the wake-up of a waiter taken out of the list.
+    fn push(&mut self, w: W);
+    /// Sends them, in the order they were taken.
+    fn wake(self);
+}
+
+/// What makes a primitive or a channel single-thread or cross-thread (see
+/// the [module docs](self)).
+pub(crate) trait Flavor: Sized + 'static {
+    /// The lock around a primitive's state.
+    type Lock<S>: Lock<S>;
+    /// A mutex's lock word.
+    type Word: Word;
+    /// How a queued waiter is woken: what its entry holds.
+    type Wake;
+    /// Wake-ups taken under the lock and sent after it.
+    type Wakeups: Wakeups<Self::Wake>;
+    /// What a waiting task keeps for the length of its pause.
+    type Keep;
+
+    /// Called by a waker, under the lock, on the first waiter it may
+    /// serve: false when the waiter is known to have stopped waiting (it
+    /// timed out or is being unwound), and the next is tried. The
+    /// single-thread flavor wakes the waiter here and learns that from
+    /// its token; across threads that cannot be asked, so the waiter is
+    /// taken to be waiting and is woken later, through
+    /// [`Wakeups`](Flavor::Wakeups).
+    fn wake_now(w: &Self::Wake) -> bool;
+
+    /// The pause of the calling task made through `pause`: its token,
+    /// the wake handle its entry holds, and what the task keeps until the
+    /// pause is over.
+    fn task_waiter(pause: &mut impl Pause) -> (ParkToken, Self::Wake, Self::Keep);
+
+    /// The wake handle of the calling plain thread, which then blocks;
+    /// `None` in a task, and always in the single-thread flavor, whose
+    /// waiters are tasks only.
+    fn thread_waiter() -> Option<Self::Wake>;
+}
+
+/// The single-thread flavor: state in a `RefCell`, waiters the tasks of one
+/// scheduler, woken through their [`ParkToken`] without any atomic
+/// operation.
+#[derive(Debug)]
+pub(crate) struct Local;
+
+/// The wake-ups of the single-thread flavor: none are left to send after
+/// the lock, since [`Local::wake_now`] woke each waiter already.
+#[derive(Default)]
+pub(crate) struct Woke;
+
+impl Wakeups<ParkToken> for Woke {
+    #[inline]
+    fn push(&mut self, _: ParkToken) {}
+
+    #[inline]
+    fn wake(self) {}
+}
+
+// `#[inline]` throughout: these are called on every hand-over from generic
+// code that may be compiled in the crate using the primitive, where a
+// function of this crate that is not generic is otherwise never inlined.
+impl Flavor for Local {
+    type Lock<S> = RefCell<S>;
+    type Word = Cell<usize>;
+    type Wake = ParkToken;
+    type Wakeups = Woke;
+    type Keep = ();
+
+    #[inline]
+    fn wake_now(token: &ParkToken) -> bool {
+        token.unpark()
+    }
+
+    /// The calling task's own token: a `pause` (there is only ever the
+    /// task itself) would make a cross-thread unparker, which a waiter of
+    /// one thread has no use for.
+    #[inline]
+    fn task_waiter(_: &mut impl Pause) -> (ParkToken, ParkToken, ()) {
+        let token = park_token();
+        (token, token, ())
+    }
+
+    #[inline]
+    fn thread_waiter() -> Option<ParkToken> {
+        None
+    }
+}
+
+/// The cross-thread flavor: state behind a std mutex, waiters the tasks of
+/// any scheduler and plain threads.
+#[derive(Debug)]
+pub(crate) struct CrossThread;
+
+/// How a cross-thread waiter is woken.
+pub(crate) enum Wake {
+    /// A paused task: through its token on its own thread, through the
+    /// unparker from others.
+    Task {
+        token: ParkToken,
+        remote: RemoteUnparker,
+    },
+    /// A blocked plain thread.
+    Thread(thread::Thread),
+}
+
+impl Wake {
+    /// Wakes the waiter where that can be done at once, on the task's own
+    /// scheduler thread: `Some(whether it was still paused)`. `None`
+    /// elsewhere, and for a thread: then only [`send`](Self::send)
+    /// reaches it.
+    #[inline]
+    pub(crate) fn unpark_here(&self) -> Option<bool> {
+        match self {
+            Wake::Task { token, .. } => token.unpark_here(),
+            Wake::Thread(_) => None,
+        }
+    }
+
+    /// Wakes the waiter from any thread. Whether a task was still paused
+    /// is decided by its scheduler; a stale wake-up is ignored there.
+    #[inline]
+    pub(crate) fn send(&self) {
+        match self {
+            Wake::Task { remote, .. } => remote.unpark(),
+            Wake::Thread(t) => t.unpark(),
+        }
+    }
+
+    /// Wakes the waiter: directly on the task's own thread, with no
+    /// cross-thread queue or poll interruption; from elsewhere otherwise.
+    #[inline]
+    pub(crate) fn wake(&self) {
+        if self.unpark_here().is_none() {
+            self.send();
+        }
+    }
+}
+
+/// The wake-ups of the cross-thread flavor. The first is kept inline: a
+/// mutex or a semaphore hands over to one waiter at a time, and that
+/// allocates nothing.
+#[derive(Default)]
+pub(crate) struct Deferred {
+    first: Option<Wake>,
+    rest: Vec<Wake>,
+}
+
+impl Wakeups<Wake> for Deferred {
+    #[inline]
+    fn push(&mut self, w: Wake) {
+        if self.first.is_none() {
+            self.first = Some(w);
+        } else {
+            self.rest.push(w);
+        }
+    }
+
+    #[inline]
+    fn wake(self) {
+        for w in self.first.into_iter().chain(self.rest) {
+            w.wake();
+        }
+    }
+}
+
+impl Flavor for CrossThread {
+    type Lock<S> = Mutex<S>;
+    type Word = AtomicUsize;
+    type Wake = Wake;
+    type Wakeups = Deferred;
+    type Keep = RemoteUnparker;
+
+    #[inline]
+    fn wake_now(_: &Wake) -> bool {
+        true
+    }
+
+    /// A second handle on the unparker stays with the task while it is
+    /// paused: a waker drops the entry's handle right after unparking, and
+    /// the scheduler counts live handles to tell a task that can still be
+    /// woken from a deadlocked one.
+    #[inline]
+    fn task_waiter(pause: &mut impl Pause) -> (ParkToken, Wake, RemoteUnparker) {
+        let (token, remote) = pause.prepare();
+        let keep = remote.clone();
+        (token, Wake::Task { token, remote }, keep)
+    }
+
+    #[inline]
+    fn thread_waiter() -> Option<Wake> {
+        // A task parks; a plain thread blocks.
+        match crate::task::spawn::current_id() {
+            Some(_) => None,
+            None => Some(Wake::Thread(thread::current())),
+        }
+    }
+}
