@@ -3,8 +3,10 @@
 //! and fails
 //!
 //! - on any path (`crate::`, `super::`, `self::`, each resolved to the
-//!   module it names) that points from one top-level module to another of
-//!   its own rank or above, which also rules out cycles among them;
+//!   module it names, a module the root re-exports whole, such as
+//!   `task_local`, to the folder it lives in) that points from one
+//!   top-level module to another of its own rank or above, which also
+//!   rules out cycles among them;
 //! - on any cycle of imports between the files of one folder (`a.rs` uses
 //!   `b.rs`, which uses `a.rs`), which the ranks do not see;
 //! - when the `# Layout` list in `src/lib.rs` and the ranks here disagree.
@@ -491,6 +493,39 @@ fn other_crates() -> Vec<(PathBuf, &'static [&'static str])> {
     roots
 }
 
+/// The paths each `use` of `code` names (groups expanded, as written),
+/// each with the name it takes: its last segment, or for the last path of
+/// a `use` the alias after `as`.
+fn use_paths(code: &str) -> Vec<(Vec<String>, String)> {
+    let toks = tokens(code);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        if toks[i].text != "use" {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 2;
+        let mut paths = Vec::new();
+        let first = toks.get(i + 1).map(|t| t.text.clone()).unwrap_or_default();
+        read_tree(&toks, &mut j, vec![first], &mut paths);
+        // The alias of the last path, if any, stands for its name.
+        let alias = (toks.get(j).map(|t| t.text.as_str()) == Some("as"))
+            .then(|| toks.get(j + 1).map(|t| t.text.clone()))
+            .flatten();
+        let n = paths.len();
+        for (k, p) in paths.into_iter().enumerate() {
+            let name = match &alias {
+                Some(a) if k == n - 1 => a.clone(),
+                _ => p.last().cloned().unwrap_or_default(),
+            };
+            out.push((p, name));
+        }
+        i = j;
+    }
+    out
+}
+
 /// The modules the crate root re-exports whole, each under a name of the
 /// root (`pub use task::{raw, task_local};`, `pub use a::b as c;`): that
 /// name and the module's path. A path through such a name names the
@@ -499,36 +534,14 @@ fn root_module_names(sources: &[Source]) -> BTreeMap<String, Vec<String>> {
     let modules: BTreeSet<&[String]> = sources.iter().map(|s| s.module.as_slice()).collect();
     let mut out = BTreeMap::new();
     for root in sources.iter().filter(|s| s.module.is_empty()) {
-        let toks = tokens(&root.code);
-        let mut i = 0;
-        while i < toks.len() {
-            if toks[i].text != "use" {
-                i += 1;
-                continue;
+        for (p, name) in use_paths(&root.code) {
+            let p: Vec<String> = p
+                .into_iter()
+                .skip_while(|x| x == "crate" || x == "self")
+                .collect();
+            if p.len() >= 2 && modules.contains(p.as_slice()) {
+                out.insert(name, p);
             }
-            let mut j = i + 2;
-            let mut paths = Vec::new();
-            let first = toks.get(i + 1).map(|t| t.text.clone()).unwrap_or_default();
-            read_tree(&toks, &mut j, vec![first], &mut paths);
-            // The alias of the last path, if any, stands for its name.
-            let alias = (toks.get(j).map(|t| t.text.as_str()) == Some("as"))
-                .then(|| toks.get(j + 1).map(|t| t.text.clone()))
-                .flatten();
-            let n = paths.len();
-            for (k, p) in paths.into_iter().enumerate() {
-                let p: Vec<String> = p
-                    .into_iter()
-                    .skip_while(|x| x == "crate" || x == "self")
-                    .collect();
-                if p.len() >= 2 && modules.contains(p.as_slice()) {
-                    let name = match &alias {
-                        Some(a) if k == n - 1 => a.clone(),
-                        _ => p.last().unwrap().clone(),
-                    };
-                    out.insert(name, p);
-                }
-            }
-            i = j;
         }
     }
     out
@@ -611,38 +624,16 @@ fn reexports(
 ) -> BTreeMap<Vec<String>, BTreeMap<String, String>> {
     let mut out: BTreeMap<Vec<String>, BTreeMap<String, String>> = BTreeMap::new();
     for s in sources.iter().filter(|s| s.rel.ends_with("mod.rs")) {
-        let toks = tokens(&s.code);
-        let mut i = 0;
-        while i < toks.len() {
-            if toks[i].text != "use" {
-                i += 1;
-                continue;
+        for (p, name) in use_paths(&s.code) {
+            let p: Vec<String> = p.into_iter().skip_while(|x| x == "self").collect();
+            let from_child = children
+                .get(&s.module)
+                .is_some_and(|k| p.first().is_some_and(|f| k.contains(f)));
+            if from_child && p.len() >= 2 && p.last().is_some_and(|l| l != "*") {
+                out.entry(s.module.clone())
+                    .or_default()
+                    .insert(name, p[0].clone());
             }
-            let mut j = i + 2;
-            let mut paths = Vec::new();
-            let first = toks.get(i + 1).map(|t| t.text.clone()).unwrap_or_default();
-            read_tree(&toks, &mut j, vec![first], &mut paths);
-            // The alias of the last path, if any, stands for its name.
-            let alias = (toks.get(j).map(|t| t.text.as_str()) == Some("as"))
-                .then(|| toks.get(j + 1).map(|t| t.text.clone()))
-                .flatten();
-            let n = paths.len();
-            for (k, p) in paths.into_iter().enumerate() {
-                let p: Vec<String> = p.into_iter().skip_while(|x| x == "self").collect();
-                let from_child = children
-                    .get(&s.module)
-                    .is_some_and(|k| p.first().is_some_and(|f| k.contains(f)));
-                if from_child && p.len() >= 2 && p.last().is_some_and(|l| l != "*") {
-                    let name = match &alias {
-                        Some(a) if k == n - 1 => a.clone(),
-                        _ => p.last().unwrap().clone(),
-                    };
-                    out.entry(s.module.clone())
-                        .or_default()
-                        .insert(name, p[0].clone());
-                }
-            }
-            i = j;
         }
     }
     out
@@ -896,6 +887,16 @@ fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
+/// A source file of the checker's own tests: its path under `src` and its
+/// code.
+fn file(rel: &str, code: &str) -> Source {
+    Source {
+        rel: PathBuf::from(rel),
+        module: module_path(Path::new(rel)),
+        code: strip(code),
+    }
+}
+
 /// Comments and literals are blanked, lines kept.
 #[test]
 fn the_checker_skips_comments_and_literals() {
@@ -972,11 +973,6 @@ fn the_checker_resolves_relative_paths() {
 #[test]
 fn the_checker_reports_upward_paths() {
     let ranks = ranks();
-    let file = |rel: &str, code: &str| Source {
-        rel: PathBuf::from(rel),
-        module: module_path(Path::new(rel)),
-        code: strip(code),
-    };
     let wrong = upward_uses(
         &[
             file("time.rs", "use super::sync::X;"),
@@ -1010,11 +1006,6 @@ fn the_checker_reports_upward_paths() {
 /// imports it, and a module below it that does so is caught.
 #[test]
 fn the_checker_follows_modules_the_root_re_exports() {
-    let file = |rel: &str, code: &str| Source {
-        rel: PathBuf::from(rel),
-        module: module_path(Path::new(rel)),
-        code: strip(code),
-    };
     let sources = [
         file(
             "lib.rs",
@@ -1047,11 +1038,6 @@ fn the_checker_follows_modules_the_root_re_exports() {
 /// re-exports, and straight lines are not cycles.
 #[test]
 fn the_checker_finds_folder_cycles() {
-    let file = |rel: &str, code: &str| Source {
-        rel: PathBuf::from(rel),
-        module: module_path(Path::new(rel)),
-        code: strip(code),
-    };
     let graphs = folder_graphs(
         &[
             file("net/mod.rs", "mod a; mod b; mod c; pub use c::Thing;"),
