@@ -3,8 +3,10 @@
 //! and fails
 //!
 //! - on any path (`crate::`, `super::`, `self::`, each resolved to the
-//!   module it names) that points from one top-level module to another of
-//!   its own rank or above, which also rules out cycles among them;
+//!   module it names, a module the root re-exports whole, such as
+//!   `task_local`, to the folder it lives in) that points from one
+//!   top-level module to another of its own rank or above, which also
+//!   rules out cycles among them;
 //! - on any cycle of imports between the files of one folder (`a.rs` uses
 //!   `b.rs`, which uses `a.rs`), which the ranks do not see;
 //! - when the `# Layout` list in `src/lib.rs` and the ranks here disagree.
