@@ -1,7 +1,7 @@
 //! The reactor: a `mio::Poll` and the table of registered I/O sources.
 //!
 //! It owns its sources: the scheduler hands it a wait to file under a
-//! source, and it hands back, through [`Wakeups`], the waits an event ends,
+//! source, and it hands back, through [`WaitingTasks`], the waits an event ends,
 //! performing the `accept` itself for tasks waiting in
 //! [`Op::Accept`](crate::raw::Op::Accept). Wake-ups sent from other threads
 //! ([`RemoteQueue`]) and, on Linux, the precise timer (`timerfd`) come in
@@ -69,7 +69,7 @@ const TIMER_KEY: usize = usize::MAX - 1;
 const WAKER_KEY: usize = usize::MAX - 2;
 
 /// What the reactor asks of the task table when an event ends waits.
-pub(crate) trait Wakeups {
+pub(crate) trait WaitingTasks {
     /// True while `w` is still the wait its task is in.
     fn is_waiting(&self, w: WaitToken) -> bool;
     /// Ends the wait `w` with `value`, if the task is still in it; `cause`
@@ -79,7 +79,7 @@ pub(crate) trait Wakeups {
 
 /// What a task waits for on a source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WaitFor {
+pub(crate) enum IoWait {
     /// Readable (or hung up, or failed).
     Readable,
     /// A connection on a listening socket: the reactor accepts it for the
@@ -97,7 +97,7 @@ struct Source {
     /// The file descriptor, for the `accept`s the reactor performs.
     fd: RawFd,
     /// Tasks waiting to read or accept.
-    readers: Vec<(WaitToken, WaitFor)>,
+    readers: Vec<(WaitToken, IoWait)>,
     /// Tasks waiting to write.
     writers: Vec<WaitToken>,
     /// The future waiting to read, if any; replaced by each poll.
@@ -240,7 +240,7 @@ impl Reactor {
         &mut self,
         source: &mut impl mio::event::Source,
         fd: RawFd,
-        wakeups: &mut impl Wakeups,
+        wakeups: &mut impl WaitingTasks,
         take_over: bool,
     ) -> io::Result<(IoId, ReadEvents)> {
         let interest = Interest::READABLE | Interest::WRITABLE;
@@ -292,7 +292,7 @@ impl Reactor {
     /// it are woken with an error; its wakers are moved to the list the
     /// scheduler wakes ([`take_woken`](Self::take_woken)), so that a future
     /// waiting on it is polled again and finds it gone.
-    pub(crate) fn deregister(&mut self, id: IoId, wakeups: &mut impl Wakeups) {
+    pub(crate) fn deregister(&mut self, id: IoId, wakeups: &mut impl WaitingTasks) {
         self.remove_source(id, true, wakeups);
     }
 
@@ -302,11 +302,11 @@ impl Reactor {
     /// which would act on whatever the number names now. The kernel drops
     /// the poller's entry when the file closes.
     #[cfg(feature = "hook")]
-    pub(crate) fn forget(&mut self, id: IoId, wakeups: &mut impl Wakeups) {
+    pub(crate) fn forget(&mut self, id: IoId, wakeups: &mut impl WaitingTasks) {
         self.remove_source(id, false, wakeups);
     }
 
-    fn remove_source(&mut self, id: IoId, tell_poller: bool, wakeups: &mut impl Wakeups) {
+    fn remove_source(&mut self, id: IoId, tell_poller: bool, wakeups: &mut impl WaitingTasks) {
         if self.get_mut(id).is_none() {
             return;
         }
@@ -438,7 +438,7 @@ impl Reactor {
     pub(crate) fn add_waiter(
         &mut self,
         id: IoId,
-        what: WaitFor,
+        what: IoWait,
         w: WaitToken,
         is_waiting: impl Fn(WaitToken) -> bool,
     ) -> io::Result<()> {
@@ -450,15 +450,15 @@ impl Reactor {
             src.writers.retain(|w| is_waiting(*w));
         }
         match what {
-            WaitFor::Readable | WaitFor::Connection => src.readers.push((w, what)),
-            WaitFor::Writable => src.writers.push(w),
+            IoWait::Readable | IoWait::Connection => src.readers.push((w, what)),
+            IoWait::Writable => src.writers.push(w),
         }
         Ok(())
     }
 
     /// Ends the waits one event makes ready: the wake-ups other threads
     /// sent, or the waits on one source.
-    pub(crate) fn dispatch(&mut self, r: Readiness, wakeups: &mut impl Wakeups) {
+    pub(crate) fn dispatch(&mut self, r: Readiness, wakeups: &mut impl WaitingTasks) {
         if r.key == WAKER_KEY {
             self.drain_remote(wakeups);
         } else {
@@ -467,7 +467,7 @@ impl Reactor {
     }
 
     /// Wakes the tasks other threads asked to wake.
-    fn drain_remote(&mut self, wakeups: &mut impl Wakeups) {
+    fn drain_remote(&mut self, wakeups: &mut impl WaitingTasks) {
         if let Some(q) = &self.remote {
             q.drain(&mut self.remote_scratch);
             for w in self.remote_scratch.drain(..) {
@@ -478,7 +478,7 @@ impl Reactor {
 
     /// Wakes the tasks waiting on one source that became ready; accepts a
     /// connection for each task waiting for one, while there are any.
-    fn dispatch_source(&mut self, r: Readiness, wakeups: &mut impl Wakeups) {
+    fn dispatch_source(&mut self, r: Readiness, wakeups: &mut impl WaitingTasks) {
         let Some(src) = self.sources.get_mut(r.key) else {
             return;
         };
@@ -505,7 +505,7 @@ impl Reactor {
         };
         let mut still_waiting = Vec::new();
         for (w, what) in readers.drain(..) {
-            if what != WaitFor::Connection {
+            if what != IoWait::Connection {
                 wakeups.wake(w, Resume::Ready, "socket");
                 continue;
             }

@@ -10,7 +10,7 @@ use super::port::{Backtrace, SchedulerDump, TaskDump, TaskState as Shown, Waitin
 use super::table::{TaskState, WaitKind};
 use super::Scheduler;
 use crate::protocol::WaitToken;
-use crate::reactor::WaitFor;
+use crate::reactor::IoWait;
 
 /// One task as listed under the state's borrow, before its backtrace.
 struct Listed {
@@ -113,9 +113,9 @@ impl Scheduler {
                     let fd = || fds.get(&w).copied().filter(|&fd| fd >= 0);
                     let on = match on {
                         WaitKind::Timer => WaitingOn::Timer,
-                        WaitKind::Io(WaitFor::Readable) => WaitingOn::Readable { fd: fd() },
-                        WaitKind::Io(WaitFor::Writable) => WaitingOn::Writable { fd: fd() },
-                        WaitKind::Io(WaitFor::Connection) => WaitingOn::Accept { fd: fd() },
+                        WaitKind::Io(IoWait::Readable) => WaitingOn::Readable { fd: fd() },
+                        WaitKind::Io(IoWait::Writable) => WaitingOn::Writable { fd: fd() },
+                        WaitKind::Io(IoWait::Connection) => WaitingOn::Accept { fd: fd() },
                         WaitKind::Join => WaitingOn::Join {
                             task: joined.get(&w).copied().unwrap_or(0),
                         },

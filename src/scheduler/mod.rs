@@ -56,7 +56,9 @@ use std::task::Waker;
 use std::time::Instant;
 
 use crate::protocol::{IoId, Resume, SchedulerId, TaskId, WaitToken};
-use crate::reactor::{PollReady, Reactor, ReadEvents, Readiness, RemoteQueue, WaitFor, Wakeups};
+use crate::reactor::{
+    IoWait, PollReady, Reactor, ReadEvents, Readiness, RemoteQueue, WaitingTasks,
+};
 use crate::stack::{PooledStack, MAIN_STACK_SIZE};
 
 pub(crate) mod coroutine;
@@ -120,12 +122,12 @@ struct Core {
 }
 
 impl Core {
-    /// The task table and timer heap, as the [`Wakeups`] that end waits.
+    /// The task table and timer heap, as the [`WaitingTasks`] that end waits.
     fn waking(&mut self) -> Waking<'_> {
         self.split().1
     }
 
-    /// The reactor, and beside it the [`Wakeups`] it ends waits through.
+    /// The reactor, and beside it the [`WaitingTasks`] it ends waits through.
     fn split(&mut self) -> (&mut Reactor, Waking<'_>) {
         let waking = Waking {
             tasks: &mut self.tasks,
@@ -296,9 +298,9 @@ impl Scheduler {
     /// for waits on several things at once.
     pub(crate) fn watch_io(&self, w: WaitToken, io: IoId, write: bool) -> io::Result<()> {
         let what = if write {
-            WaitFor::Writable
+            IoWait::Writable
         } else {
-            WaitFor::Readable
+            IoWait::Readable
         };
         let core = &mut *self.core.borrow_mut();
         let tasks = &core.tasks;

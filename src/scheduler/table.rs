@@ -24,7 +24,7 @@ use super::port::ParkedOn;
 use super::timers::Timers;
 use super::trace;
 use crate::protocol::{Resume, TaskId, WaitToken};
-use crate::reactor::{WaitFor, Wakeups};
+use crate::reactor::{IoWait, WaitingTasks};
 
 /// Where a live task is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub(super) enum TaskState {
 pub(super) enum WaitKind {
     Timer,
     /// A socket or descriptor, as the reactor files the wait.
-    Io(WaitFor),
+    Io(IoWait),
     Join,
     Parked(ParkedOn),
 }
@@ -217,7 +217,7 @@ impl Waking<'_> {
     }
 }
 
-impl Wakeups for Waking<'_> {
+impl WaitingTasks for Waking<'_> {
     #[inline]
     fn is_waiting(&self, w: WaitToken) -> bool {
         self.tasks.is_waiting(w)

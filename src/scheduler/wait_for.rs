@@ -8,7 +8,7 @@ use super::table::{Task, TaskState, WaitKind};
 use super::timers::TimerKind;
 use super::Core;
 use crate::protocol::{Op, Resume, SchedulerId, TaskId, WaitToken};
-use crate::reactor::{WaitFor, Wakeups};
+use crate::reactor::{IoWait, WaitingTasks};
 
 impl Core {
     /// Files the task `id`, which just paused with `op`, under what `op`
@@ -69,9 +69,9 @@ impl Core {
                 }
                 return;
             }
-            Op::ReadReady(io, d) => (WaitFor::Readable, io, d),
-            Op::WriteReady(io, d) => (WaitFor::Writable, io, d),
-            Op::Accept(io, d) => (WaitFor::Connection, io, d),
+            Op::ReadReady(io, d) => (IoWait::Readable, io, d),
+            Op::WriteReady(io, d) => (IoWait::Writable, io, d),
+            Op::Accept(io, d) => (IoWait::Connection, io, d),
         };
         self.set_waiting(wait, false, WaitKind::Io(what));
         let tasks = &self.tasks;
