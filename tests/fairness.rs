@@ -26,8 +26,12 @@ const PING_EVERY: Duration = Duration::from_millis(5);
 /// up on it (and on the rest of the run).
 const PING_TIMEOUT: Duration = Duration::from_secs(3);
 /// The worst round trip a ping may take beside a flood: Go and tokio
-/// keep it under 30 ms on this kind of machine.
-const WORST_LIMIT: Duration = Duration::from_millis(50);
+/// keep it under 30 ms on a quiet machine, and a flood that starved the
+/// client held it for a second. Twice 50 ms, since a machine busy with
+/// other work (a test suite's builds beside it) stretched a run that met
+/// 50 ms alone to 59–70 ms, in a cross-thread channel's flood as in the
+/// others; the benchmarks hold the figure itself against tokio's.
+const WORST_LIMIT: Duration = Duration::from_millis(100);
 
 /// One test at a time (see the module docs).
 fn one_at_a_time() -> MutexGuard<'static, ()> {
