@@ -7,7 +7,7 @@
 //!
 //! | | [`Local`] | [`CrossThread`] |
 //! |---|---|---|
-//! | the [`Lock`] around the state | `RefCell` | std `Mutex` |
+//! | the [lock](Flavor::Lock) around the state | `RefCell` | std `Mutex` |
 //! | a mutex's lock [`Word`] | `Cell<usize>` | `AtomicUsize` |
 //! | a waiter's wake handle ([`Flavor::Wake`]) | its [`ParkToken`] | its token and a [`RemoteUnparker`], or a plain [`Thread`](thread::Thread) |
 //! | when a waker wakes it | at once, under the lock, learning whether it still waits | once the lock is released ([`Wakeups`]) |
@@ -26,145 +26,60 @@ use crate::protocol::ParkToken;
 use crate::shared::atomic::{AtomicUsize, Ordering};
 use crate::shared::{thread, Mutex, MutexGuard};
 
-/// The lock around a primitive's or a channel's state. Either kind holds it
-/// for a few instructions and never across a pause or a wait.
-pub(crate) trait Lock<S> {
-    /// What [`lock`](Self::lock) hands out.
-    type Guard<'a>: DerefMut<Target = S>
-    where
-        Self: 'a;
-
-    /// A lock around `state`.
-    fn new(state: S) -> Self;
-
-    /// Takes the lock.
-    fn lock(&self) -> Self::Guard<'_>;
-}
-
-/// The single-thread lock: every handle lives on one scheduler's thread and
-/// no borrow is held across a pause, so a borrow can never be contended.
-impl<S> Lock<S> for RefCell<S> {
-    type Guard<'a>
-        = RefMut<'a, S>
-    where
-        Self: 'a;
-
-    #[inline]
-    fn new(state: S) -> Self {
-        RefCell::new(state)
-    }
-
-    #[inline]
-    fn lock(&self) -> RefMut<'_, S> {
-        self.borrow_mut()
-    }
-}
-
-/// The cross-thread lock: a std mutex, not a task-aware one, because
-/// nothing ever pauses while holding it (it is released before any park).
-impl<S> Lock<S> for Mutex<S> {
-    type Guard<'a>
-        = MutexGuard<'a, S>
-    where
-        Self: 'a;
-
-    #[inline]
-    fn new(state: S) -> Self {
-        Mutex::new(state)
-    }
-
-    #[inline]
-    fn lock(&self) -> MutexGuard<'_, S> {
-        // No code panics while holding the lock in a way that leaves the
-        // state half-updated (values are dropped after it is released), so
-        // a poisoned lock still holds a sound state.
-        Mutex::lock(self).unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// The held lock of state `S` in flavor `F`: a `RefMut` or a `MutexGuard`.
-pub(crate) type Guard<'a, F, S> = <<F as Flavor>::Lock<S> as Lock<S>>::Guard<'a>;
+pub(crate) type Guard<'a, F, S> = <F as Flavor>::Guard<'a, S>;
 
-/// A mutex's lock word: read and changed with the operations of an atomic
-/// integer, which the single-thread flavor does with a plain `Cell` (the
-/// orderings then mean nothing).
-pub(crate) trait Word {
-    /// A word holding `v`.
-    fn new(v: usize) -> Self;
+/// A mutex's lock word: read and changed as an atomic integer is, which
+/// the single-thread flavor does with a plain `Cell` (the orderings then
+/// mean nothing).
+pub(crate) trait Word: From<usize> {
     /// The value.
-    fn load(&self, order: Ordering) -> usize;
+    fn get(&self, order: Ordering) -> usize;
     /// Sets the value.
-    fn store(&self, v: usize, order: Ordering);
-    /// Sets the value to `new` if it is `current`; the value it had, as
-    /// `Ok` if it was changed.
-    fn compare_exchange(
-        &self,
-        current: usize,
-        new: usize,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<usize, usize>;
+    fn put(&self, v: usize, order: Ordering);
+    /// Sets the value to `new` if it is `current` (with `order` when it
+    /// does, `Relaxed` when it does not); true if it did.
+    fn replace_if(&self, current: usize, new: usize, order: Ordering) -> bool;
 }
 
+// `#[inline]`: the lock word is the whole of an uncontended lock and
+// unlock, and is compiled in the crate that locks.
 impl Word for Cell<usize> {
     #[inline]
-    fn new(v: usize) -> Self {
-        Cell::new(v)
+    fn get(&self, _: Ordering) -> usize {
+        Cell::get(self)
     }
 
     #[inline]
-    fn load(&self, _: Ordering) -> usize {
-        self.get()
-    }
-
-    #[inline]
-    fn store(&self, v: usize, _: Ordering) {
+    fn put(&self, v: usize, _: Ordering) {
         self.set(v);
     }
 
     #[inline]
-    fn compare_exchange(
-        &self,
-        current: usize,
-        new: usize,
-        _: Ordering,
-        _: Ordering,
-    ) -> Result<usize, usize> {
-        let v = self.get();
-        if v == current {
+    fn replace_if(&self, current: usize, new: usize, _: Ordering) -> bool {
+        let hit = Cell::get(self) == current;
+        if hit {
             self.set(new);
-            Ok(v)
-        } else {
-            Err(v)
         }
+        hit
     }
 }
 
 impl Word for AtomicUsize {
     #[inline]
-    fn new(v: usize) -> Self {
-        AtomicUsize::new(v)
+    fn get(&self, order: Ordering) -> usize {
+        self.load(order)
     }
 
     #[inline]
-    fn load(&self, order: Ordering) -> usize {
-        AtomicUsize::load(self, order)
+    fn put(&self, v: usize, order: Ordering) {
+        self.store(v, order);
     }
 
     #[inline]
-    fn store(&self, v: usize, order: Ordering) {
-        AtomicUsize::store(self, v, order);
-    }
-
-    #[inline]
-    fn compare_exchange(
-        &self,
-        current: usize,
-        new: usize,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<usize, usize> {
-        AtomicUsize::compare_exchange(self, current, new, success, failure)
+    fn replace_if(&self, current: usize, new: usize, order: Ordering) -> bool {
+        self.compare_exchange(current, new, order, Ordering::Relaxed)
+            .is_ok()
     }
 }
 
@@ -182,8 +97,11 @@ pub(crate) trait Wakeups<W>: Default {
 /// What makes a primitive or a channel single-thread or cross-thread (see
 /// the [module docs](self)).
 pub(crate) trait Flavor: Sized + 'static {
-    /// The lock around a primitive's state.
-    type Lock<S>: Lock<S>;
+    /// The lock around a primitive's or a channel's state, made from the
+    /// state with `From`.
+    type Lock<S>: From<S>;
+    /// What [`lock`](Flavor::lock) hands out.
+    type Guard<'a, S: 'a>: DerefMut<Target = S>;
     /// A mutex's lock word.
     type Word: Word;
     /// How a queued waiter is woken: what its entry holds.
@@ -192,6 +110,10 @@ pub(crate) trait Flavor: Sized + 'static {
     type Wakeups: Wakeups<Self::Wake>;
     /// What a waiting task keeps for the length of its pause.
     type Keep;
+
+    /// Takes the lock `l`. Either flavor holds it for a few instructions
+    /// and never across a pause or a wait.
+    fn lock<'a, S: 'a>(l: &'a Self::Lock<S>) -> Self::Guard<'a, S>;
 
     /// Called by a waker, under the lock, on the first waiter it may
     /// serve: false when the waiter is known to have stopped waiting (it
@@ -237,10 +159,18 @@ impl Wakeups<ParkToken> for Woke {
 // function of this crate that is not generic is otherwise never inlined.
 impl Flavor for Local {
     type Lock<S> = RefCell<S>;
+    type Guard<'a, S: 'a> = RefMut<'a, S>;
     type Word = Cell<usize>;
     type Wake = ParkToken;
     type Wakeups = Woke;
     type Keep = ();
+
+    /// Borrows the state: every handle lives on one scheduler's thread and
+    /// no borrow is held across a pause, so a borrow is never contended.
+    #[inline]
+    fn lock<'a, S: 'a>(l: &'a RefCell<S>) -> RefMut<'a, S> {
+        l.borrow_mut()
+    }
 
     #[inline]
     fn wake_now(token: &ParkToken) -> bool {
@@ -341,10 +271,21 @@ impl Wakeups<Wake> for Deferred {
 
 impl Flavor for CrossThread {
     type Lock<S> = Mutex<S>;
+    type Guard<'a, S: 'a> = MutexGuard<'a, S>;
     type Word = AtomicUsize;
     type Wake = Wake;
     type Wakeups = Deferred;
     type Keep = RemoteUnparker;
+
+    /// A std mutex, not a task-aware one, because nothing ever pauses while
+    /// holding it (it is released before any park). No code panics while
+    /// holding it in a way that leaves the state half-updated (values are
+    /// dropped after it is released), so a poisoned lock still holds a
+    /// sound state.
+    #[inline]
+    fn lock<'a, S: 'a>(l: &'a Mutex<S>) -> MutexGuard<'a, S> {
+        l.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 
     #[inline]
     fn wake_now(_: &Wake) -> bool {

@@ -4,7 +4,7 @@ use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use super::flavor::{CrossThread, Deferred, Lock, Wakeups};
+use super::flavor::{CrossThread, Deferred, Flavor, Wakeups};
 use super::wait;
 use super::waiters::{WithWaiters, Woken};
 use crate::shared::Mutex as StdMutex;
@@ -165,14 +165,14 @@ impl<T: ?Sized> RwLock<T> {
     /// assert!(l.try_write().is_some());
     /// ```
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        Lock::lock(&self.state)
+        CrossThread::lock(&self.state)
             .try_take(Want::Read)
             .then(|| RwLockReadGuard { lock: self })
     }
 
     /// Locks for writing if that needs no waiting.
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        Lock::lock(&self.state)
+        CrossThread::lock(&self.state)
             .try_take(Want::Write)
             .then(|| RwLockWriteGuard { lock: self })
     }
@@ -184,7 +184,7 @@ impl<T: ?Sized> RwLock<T> {
 
     fn take(&self, want: Want) {
         crate::coop::proceed();
-        let mut st = Lock::lock(&self.state);
+        let mut st = CrossThread::lock(&self.state);
         if st.try_take(want) {
             return;
         }
@@ -207,7 +207,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     fn unlock(&self, want: Want) {
-        let wakes = Lock::lock(&self.state).unlock(want);
+        let wakes = CrossThread::lock(&self.state).unlock(want);
         wakes.wake();
     }
 }

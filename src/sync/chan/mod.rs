@@ -47,7 +47,6 @@ use std::fmt;
 use std::time::Instant;
 
 use super::error::{RecvTimeoutError, SendError, TryRecvError, TrySendError};
-use super::flavor::Lock;
 use super::select::sealed::{Fired, Registration};
 use super::wait::OnDrop;
 use super::waiters::WaitQueue;
@@ -237,7 +236,7 @@ impl<T, F: ChanFlavor> Chan<T, F> {
     /// messages (`None`: unbounded; `Some(0)`: rendezvous).
     pub(crate) fn new(cap: Option<usize>) -> Self {
         Chan {
-            state: Lock::new(State {
+            state: From::from(State {
                 buf: VecDeque::new(),
                 cap,
                 senders: 1,
@@ -251,7 +250,7 @@ impl<T, F: ChanFlavor> Chan<T, F> {
 
     /// Takes the lock around the state.
     pub(crate) fn lock(&self) -> Guard<'_, T, F> {
-        self.state.lock()
+        F::lock(&self.state)
     }
 
     /// See [`State::try_send`].
