@@ -2,15 +2,15 @@
 //! [`Flavor`], [`Local`] or [`CrossThread`].
 //!
 //! Every primitive and channel of this module is written once, over a
-//! flavor type parameter, and the flavor says the three things in which the
-//! kinds differ:
+//! flavor type parameter, and the flavor says what differs between the
+//! kinds:
 //!
 //! | | [`Local`] | [`CrossThread`] |
 //! |---|---|---|
 //! | the [lock](Flavor::Lock) around the state | `RefCell` | std `Mutex` |
 //! | a mutex's lock [`Word`] | `Cell<usize>` | `AtomicUsize` |
 //! | a waiter's wake handle ([`Flavor::Wake`]) | its [`ParkToken`] | its token and a [`RemoteUnparker`], or a plain [`Thread`](thread::Thread) |
-//! | when a waker wakes it | at once, under the lock, learning whether it still waits | once the lock is released ([`Wakeups`]) |
+//! | when a waker wakes it | at once, under the lock, learning whether it still waits | a task of the waker's thread so; others later, through [`Wakeups`] (a primitive sends them once its lock is released) |
 //! | who waits | a task | a task, or a plain thread, which blocks |
 //!
 //! The flavor is a type parameter, not a trait object, so each kind is
@@ -105,29 +105,34 @@ pub(crate) trait Flavor: Sized + 'static {
     /// A mutex's lock word.
     type Word: Word;
     /// How a queued waiter is woken: what its entry holds.
-    type Wake;
+    type Wake: Clone;
     /// Wake-ups taken under the lock and sent after it.
     type Wakeups: Wakeups<Self::Wake>;
-    /// What a waiting task keeps for the length of its pause.
-    type Keep;
 
     /// Takes the lock `l`. Either flavor holds it for a few instructions
     /// and never across a pause or a wait.
     fn lock<'a, S: 'a>(l: &'a Self::Lock<S>) -> Self::Guard<'a, S>;
 
-    /// Called by a waker, under the lock, on the first waiter it may
-    /// serve: false when the waiter is known to have stopped waiting (it
-    /// timed out or is being unwound), and the next is tried. The
-    /// single-thread flavor wakes the waiter here and learns that from
-    /// its token; across threads that cannot be asked, so the waiter is
-    /// taken to be waiting and is woken later, through
-    /// [`Wakeups`](Flavor::Wakeups).
-    fn wake_now(w: &Self::Wake) -> bool;
+    /// Called by a waker, under the lock, on a waiter it serves: wakes it
+    /// now where that can be done and says whether it was still waiting
+    /// (`Some(false)`: it timed out or is being unwound, and the next is
+    /// tried). A task of the waker's own thread is woken so; one of
+    /// another thread cannot be asked, and a plain thread neither, so they
+    /// are taken to be waiting (`None`) and woken once the lock is
+    /// released, through [`Wakeups`](Flavor::Wakeups).
+    fn wake_now(w: &Self::Wake) -> Option<bool>;
 
     /// The pause of the calling task made through `pause`: its token,
-    /// the wake handle its entry holds, and what the task keeps until the
-    /// pause is over.
-    fn task_waiter(pause: &mut impl Pause) -> (ParkToken, Self::Wake, Self::Keep);
+    /// the wake handle its entry holds, and a handle the task keeps until
+    /// the pause is over (see [`task_wake`](Flavor::task_wake)).
+    fn task_waiter(pause: &mut impl Pause) -> (ParkToken, Self::Wake, Option<RemoteUnparker>);
+
+    /// The wake handle of the pause `token` of the calling task, and what
+    /// the task keeps until that pause is over: across threads a second
+    /// handle on its unparker, because a waker drops the entry's handle
+    /// right after unparking, and the scheduler counts live handles to
+    /// tell a task that can still be woken from a deadlocked one.
+    fn task_wake(token: ParkToken) -> (Self::Wake, Option<RemoteUnparker>);
 
     /// The wake handle of the calling plain thread, which then blocks;
     /// `None` in a task, and always in the single-thread flavor, whose
@@ -163,7 +168,6 @@ impl Flavor for Local {
     type Word = Cell<usize>;
     type Wake = ParkToken;
     type Wakeups = Woke;
-    type Keep = ();
 
     /// Borrows the state: every handle lives on one scheduler's thread and
     /// no borrow is held across a pause, so a borrow is never contended.
@@ -173,17 +177,22 @@ impl Flavor for Local {
     }
 
     #[inline]
-    fn wake_now(token: &ParkToken) -> bool {
-        token.unpark()
+    fn wake_now(token: &ParkToken) -> Option<bool> {
+        Some(token.unpark())
     }
 
     /// The calling task's own token: a `pause` (there is only ever the
     /// task itself) would make a cross-thread unparker, which a waiter of
     /// one thread has no use for.
     #[inline]
-    fn task_waiter(_: &mut impl Pause) -> (ParkToken, ParkToken, ()) {
+    fn task_waiter(_: &mut impl Pause) -> (ParkToken, ParkToken, Option<RemoteUnparker>) {
         let token = park_token();
-        (token, token, ())
+        (token, token, None)
+    }
+
+    #[inline]
+    fn task_wake(token: ParkToken) -> (ParkToken, Option<RemoteUnparker>) {
+        (token, None)
     }
 
     #[inline]
@@ -198,6 +207,7 @@ impl Flavor for Local {
 pub(crate) struct CrossThread;
 
 /// How a cross-thread waiter is woken.
+#[derive(Clone)]
 pub(crate) enum Wake {
     /// A paused task: through its token on its own thread, through the
     /// unparker from others.
@@ -231,15 +241,6 @@ impl Wake {
             Wake::Thread(t) => t.unpark(),
         }
     }
-
-    /// Wakes the waiter: directly on the task's own thread, with no
-    /// cross-thread queue or poll interruption; from elsewhere otherwise.
-    #[inline]
-    pub(crate) fn wake(&self) {
-        if self.unpark_here().is_none() {
-            self.send();
-        }
-    }
 }
 
 /// The wake-ups of the cross-thread flavor. The first is kept inline: a
@@ -264,7 +265,7 @@ impl Wakeups<Wake> for Deferred {
     #[inline]
     fn wake(self) {
         for w in self.first.into_iter().chain(self.rest) {
-            w.wake();
+            w.send();
         }
     }
 }
@@ -275,7 +276,6 @@ impl Flavor for CrossThread {
     type Word = AtomicUsize;
     type Wake = Wake;
     type Wakeups = Deferred;
-    type Keep = RemoteUnparker;
 
     /// A std mutex, not a task-aware one, because nothing ever pauses while
     /// holding it (it is released before any park). No code panics while
@@ -287,20 +287,26 @@ impl Flavor for CrossThread {
         l.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// On the task's own thread the scheduler is reached directly, with no
+    /// cross-thread queue or poll interruption, and says whether the task
+    /// still waits.
     #[inline]
-    fn wake_now(_: &Wake) -> bool {
-        true
+    fn wake_now(w: &Wake) -> Option<bool> {
+        w.unpark_here()
     }
 
-    /// A second handle on the unparker stays with the task while it is
-    /// paused: a waker drops the entry's handle right after unparking, and
-    /// the scheduler counts live handles to tell a task that can still be
-    /// woken from a deadlocked one.
     #[inline]
-    fn task_waiter(pause: &mut impl Pause) -> (ParkToken, Wake, RemoteUnparker) {
+    fn task_waiter(pause: &mut impl Pause) -> (ParkToken, Wake, Option<RemoteUnparker>) {
         let (token, remote) = pause.prepare();
-        let keep = remote.clone();
+        let keep = Some(remote.clone());
         (token, Wake::Task { token, remote }, keep)
+    }
+
+    #[inline]
+    fn task_wake(token: ParkToken) -> (Wake, Option<RemoteUnparker>) {
+        let remote = token.remote();
+        let keep = Some(remote.clone());
+        (Wake::Task { token, remote }, keep)
     }
 
     #[inline]

@@ -73,18 +73,19 @@ impl State {
     /// writer. Returns the waiters to wake.
     fn grant(&mut self) -> Deferred {
         let mut wakes = Deferred::default();
-        while let Some(&want) = self.waiters.front() {
-            match want {
-                Want::Write if !self.writer && self.readers == 0 => {
+        loop {
+            let (writer, readers) = (self.writer, self.readers);
+            let granted = self.waiters.take_one_if(&mut wakes, |want| match want {
+                Want::Write => !writer && readers == 0,
+                Want::Read => !writer,
+            });
+            match granted {
+                Some(Want::Write) => {
                     self.writer = true;
-                    self.waiters.wake_one(&mut wakes);
                     break;
                 }
-                Want::Read if !self.writer => {
-                    self.readers += 1;
-                    self.waiters.wake_one(&mut wakes);
-                }
-                _ => break,
+                Some(Want::Read) => self.readers += 1,
+                None => break,
             }
         }
         wakes
