@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::flavor::{CrossThread, Deferred, Lock, Wakeups};
+use super::flavor::{CrossThread, Deferred, Flavor, Wakeups};
 use super::mutex::{Mutex, MutexGuard};
 use super::wait;
 use super::waiters::{WithWaiters, Woken};
@@ -124,7 +124,7 @@ impl Condvar {
         // The guard's unlock is done by hand, once this waiter is queued: a
         // notification sent after the unlock finds it there.
         std::mem::forget(guard);
-        let st = Lock::lock(&self.waiters);
+        let st = CrossThread::lock(&self.waiters);
         let (st, woken) = wait::wait(
             &self.waiters,
             st,
@@ -149,13 +149,15 @@ impl Condvar {
     /// Wakes the longest waiter, if any.
     pub fn notify_one(&self) {
         let mut wakes = Deferred::default();
-        Lock::lock(&self.waiters).waiters.wake_one(&mut wakes);
+        CrossThread::lock(&self.waiters)
+            .waiters
+            .wake_one(&mut wakes);
         wakes.wake();
     }
 
     /// Wakes every waiter waiting now.
     pub fn notify_all(&self) {
-        let wakes = Lock::lock(&self.waiters).waiters.take_all();
+        let wakes = CrossThread::lock(&self.waiters).waiters.take_all();
         wakes.wake();
     }
 }
@@ -163,7 +165,7 @@ impl Condvar {
 impl fmt::Debug for Condvar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Condvar")
-            .field("waiting", &Lock::lock(&self.waiters).waiters.len())
+            .field("waiting", &CrossThread::lock(&self.waiters).waiters.len())
             .finish()
     }
 }

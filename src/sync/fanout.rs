@@ -26,7 +26,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::flavor::{CrossThread, Deferred, Lock, Wakeups};
+use super::flavor::{CrossThread, Deferred, Flavor, Wakeups};
 use super::wait::{self, NotReady};
 use super::waiters::WithWaiters;
 use crate::scheduler::port::ParkedOn;
@@ -82,7 +82,7 @@ impl<S> Channel<S> {
 
     /// Takes the lock.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Counted<S>> {
-        Lock::lock(&self.state)
+        CrossThread::lock(&self.state)
     }
 
     /// A new receiver's share, and the lock, held, for its start.

@@ -2,15 +2,15 @@
 //! [`Flavor`], [`Local`] or [`CrossThread`].
 //!
 //! Every primitive and channel of this module is written once, over a
-//! flavor type parameter, and the flavor says the three things in which the
-//! kinds differ:
+//! flavor type parameter, and the flavor says what differs between the
+//! kinds:
 //!
 //! | | [`Local`] | [`CrossThread`] |
 //! |---|---|---|
-//! | the [`Lock`] around the state | `RefCell` | std `Mutex` |
+//! | the [lock](Flavor::Lock) around the state | `RefCell` | std `Mutex` |
 //! | a mutex's lock [`Word`] | `Cell<usize>` | `AtomicUsize` |
 //! | a waiter's wake handle ([`Flavor::Wake`]) | its [`ParkToken`] | its token and a [`RemoteUnparker`], or a plain [`Thread`](thread::Thread) |
-//! | when a waker wakes it | at once, under the lock, learning whether it still waits | once the lock is released ([`Wakeups`]) |
+//! | when a waker wakes it | at once, under the lock, learning whether it still waits | a task of the waker's thread so; others later, through [`Wakeups`] (a primitive sends them once its lock is released) |
 //! | who waits | a task | a task, or a plain thread, which blocks |
 //!
 //! The flavor is a type parameter, not a trait object, so each kind is
@@ -26,145 +26,60 @@ use crate::sys::threads::atomic::{AtomicUsize, Ordering};
 use crate::sys::threads::{thread, Mutex, MutexGuard};
 use crate::task::park::{park_token, Pause, RemoteUnparker};
 
-/// The lock around a primitive's or a channel's state. Either kind holds it
-/// for a few instructions and never across a pause or a wait.
-pub(crate) trait Lock<S> {
-    /// What [`lock`](Self::lock) hands out.
-    type Guard<'a>: DerefMut<Target = S>
-    where
-        Self: 'a;
-
-    /// A lock around `state`.
-    fn new(state: S) -> Self;
-
-    /// Takes the lock.
-    fn lock(&self) -> Self::Guard<'_>;
-}
-
-/// The single-thread lock: every handle lives on one scheduler's thread and
-/// no borrow is held across a pause, so a borrow can never be contended.
-impl<S> Lock<S> for RefCell<S> {
-    type Guard<'a>
-        = RefMut<'a, S>
-    where
-        Self: 'a;
-
-    #[inline]
-    fn new(state: S) -> Self {
-        RefCell::new(state)
-    }
-
-    #[inline]
-    fn lock(&self) -> RefMut<'_, S> {
-        self.borrow_mut()
-    }
-}
-
-/// The cross-thread lock: a std mutex, not a task-aware one, because
-/// nothing ever pauses while holding it (it is released before any park).
-impl<S> Lock<S> for Mutex<S> {
-    type Guard<'a>
-        = MutexGuard<'a, S>
-    where
-        Self: 'a;
-
-    #[inline]
-    fn new(state: S) -> Self {
-        Mutex::new(state)
-    }
-
-    #[inline]
-    fn lock(&self) -> MutexGuard<'_, S> {
-        // No code panics while holding the lock in a way that leaves the
-        // state half-updated (values are dropped after it is released), so
-        // a poisoned lock still holds a sound state.
-        Mutex::lock(self).unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// The held lock of state `S` in flavor `F`: a `RefMut` or a `MutexGuard`.
-pub(crate) type Guard<'a, F, S> = <<F as Flavor>::Lock<S> as Lock<S>>::Guard<'a>;
+pub(crate) type Guard<'a, F, S> = <F as Flavor>::Guard<'a, S>;
 
-/// A mutex's lock word: read and changed with the operations of an atomic
-/// integer, which the single-thread flavor does with a plain `Cell` (the
-/// orderings then mean nothing).
-pub(crate) trait Word {
-    /// A word holding `v`.
-    fn new(v: usize) -> Self;
+/// A mutex's lock word: read and changed as an atomic integer is, which
+/// the single-thread flavor does with a plain `Cell` (the orderings then
+/// mean nothing).
+pub(crate) trait Word: From<usize> {
     /// The value.
-    fn load(&self, order: Ordering) -> usize;
+    fn get(&self, order: Ordering) -> usize;
     /// Sets the value.
-    fn store(&self, v: usize, order: Ordering);
-    /// Sets the value to `new` if it is `current`; the value it had, as
-    /// `Ok` if it was changed.
-    fn compare_exchange(
-        &self,
-        current: usize,
-        new: usize,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<usize, usize>;
+    fn put(&self, v: usize, order: Ordering);
+    /// Sets the value to `new` if it is `current` (with `order` when it
+    /// does, `Relaxed` when it does not); true if it did.
+    fn replace_if(&self, current: usize, new: usize, order: Ordering) -> bool;
 }
 
+// `#[inline]`: the lock word is the whole of an uncontended lock and
+// unlock, and is compiled in the crate that locks.
 impl Word for Cell<usize> {
     #[inline]
-    fn new(v: usize) -> Self {
-        Cell::new(v)
+    fn get(&self, _: Ordering) -> usize {
+        Cell::get(self)
     }
 
     #[inline]
-    fn load(&self, _: Ordering) -> usize {
-        self.get()
-    }
-
-    #[inline]
-    fn store(&self, v: usize, _: Ordering) {
+    fn put(&self, v: usize, _: Ordering) {
         self.set(v);
     }
 
     #[inline]
-    fn compare_exchange(
-        &self,
-        current: usize,
-        new: usize,
-        _: Ordering,
-        _: Ordering,
-    ) -> Result<usize, usize> {
-        let v = self.get();
-        if v == current {
+    fn replace_if(&self, current: usize, new: usize, _: Ordering) -> bool {
+        let hit = Cell::get(self) == current;
+        if hit {
             self.set(new);
-            Ok(v)
-        } else {
-            Err(v)
         }
+        hit
     }
 }
 
 impl Word for AtomicUsize {
     #[inline]
-    fn new(v: usize) -> Self {
-        AtomicUsize::new(v)
+    fn get(&self, order: Ordering) -> usize {
+        self.load(order)
     }
 
     #[inline]
-    fn load(&self, order: Ordering) -> usize {
-        AtomicUsize::load(self, order)
+    fn put(&self, v: usize, order: Ordering) {
+        self.store(v, order);
     }
 
     #[inline]
-    fn store(&self, v: usize, order: Ordering) {
-        AtomicUsize::store(self, v, order);
-    }
-
-    #[inline]
-    fn compare_exchange(
-        &self,
-        current: usize,
-        new: usize,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<usize, usize> {
-        AtomicUsize::compare_exchange(self, current, new, success, failure)
+    fn replace_if(&self, current: usize, new: usize, order: Ordering) -> bool {
+        self.compare_exchange(current, new, order, Ordering::Relaxed)
+            .is_ok()
     }
 }
 
@@ -182,30 +97,42 @@ pub(crate) trait Wakeups<W>: Default {
 /// What makes a primitive or a channel single-thread or cross-thread (see
 /// the [module docs](self)).
 pub(crate) trait Flavor: Sized + 'static {
-    /// The lock around a primitive's state.
-    type Lock<S>: Lock<S>;
+    /// The lock around a primitive's or a channel's state, made from the
+    /// state with `From`.
+    type Lock<S>: From<S>;
+    /// What [`lock`](Flavor::lock) hands out.
+    type Guard<'a, S: 'a>: DerefMut<Target = S>;
     /// A mutex's lock word.
     type Word: Word;
     /// How a queued waiter is woken: what its entry holds.
-    type Wake;
+    type Wake: Clone;
     /// Wake-ups taken under the lock and sent after it.
     type Wakeups: Wakeups<Self::Wake>;
-    /// What a waiting task keeps for the length of its pause.
-    type Keep;
 
-    /// Called by a waker, under the lock, on the first waiter it may
-    /// serve: false when the waiter is known to have stopped waiting (it
-    /// timed out or is being unwound), and the next is tried. The
-    /// single-thread flavor wakes the waiter here and learns that from
-    /// its token; across threads that cannot be asked, so the waiter is
-    /// taken to be waiting and is woken later, through
-    /// [`Wakeups`](Flavor::Wakeups).
-    fn wake_now(w: &Self::Wake) -> bool;
+    /// Takes the lock `l`. Either flavor holds it for a few instructions
+    /// and never across a pause or a wait.
+    fn lock<'a, S: 'a>(l: &'a Self::Lock<S>) -> Self::Guard<'a, S>;
+
+    /// Called by a waker, under the lock, on a waiter it serves: wakes it
+    /// now where that can be done and says whether it was still waiting
+    /// (`Some(false)`: it timed out or is being unwound, and the next is
+    /// tried). A task of the waker's own thread is woken so; one of
+    /// another thread cannot be asked, and a plain thread neither, so they
+    /// are taken to be waiting (`None`) and woken once the lock is
+    /// released, through [`Wakeups`](Flavor::Wakeups).
+    fn wake_now(w: &Self::Wake) -> Option<bool>;
 
     /// The pause of the calling task made through `pause`: its token,
-    /// the wake handle its entry holds, and what the task keeps until the
-    /// pause is over.
-    fn task_waiter(pause: &mut impl Pause) -> (ParkToken, Self::Wake, Self::Keep);
+    /// the wake handle its entry holds, and a handle the task keeps until
+    /// the pause is over (see [`task_wake`](Flavor::task_wake)).
+    fn task_waiter(pause: &mut impl Pause) -> (ParkToken, Self::Wake, Option<RemoteUnparker>);
+
+    /// The wake handle of the pause `token` of the calling task, and what
+    /// the task keeps until that pause is over: across threads a second
+    /// handle on its unparker, because a waker drops the entry's handle
+    /// right after unparking, and the scheduler counts live handles to
+    /// tell a task that can still be woken from a deadlocked one.
+    fn task_wake(token: ParkToken) -> (Self::Wake, Option<RemoteUnparker>);
 
     /// The wake handle of the calling plain thread, which then blocks;
     /// `None` in a task, and always in the single-thread flavor, whose
@@ -237,23 +164,35 @@ impl Wakeups<ParkToken> for Woke {
 // function of this crate that is not generic is otherwise never inlined.
 impl Flavor for Local {
     type Lock<S> = RefCell<S>;
+    type Guard<'a, S: 'a> = RefMut<'a, S>;
     type Word = Cell<usize>;
     type Wake = ParkToken;
     type Wakeups = Woke;
-    type Keep = ();
+
+    /// Borrows the state: every handle lives on one scheduler's thread and
+    /// no borrow is held across a pause, so a borrow is never contended.
+    #[inline]
+    fn lock<'a, S: 'a>(l: &'a RefCell<S>) -> RefMut<'a, S> {
+        l.borrow_mut()
+    }
 
     #[inline]
-    fn wake_now(token: &ParkToken) -> bool {
-        token.unpark()
+    fn wake_now(token: &ParkToken) -> Option<bool> {
+        Some(token.unpark())
     }
 
     /// The calling task's own token: a `pause` (there is only ever the
     /// task itself) would make a cross-thread unparker, which a waiter of
     /// one thread has no use for.
     #[inline]
-    fn task_waiter(_: &mut impl Pause) -> (ParkToken, ParkToken, ()) {
+    fn task_waiter(_: &mut impl Pause) -> (ParkToken, ParkToken, Option<RemoteUnparker>) {
         let token = park_token();
-        (token, token, ())
+        (token, token, None)
+    }
+
+    #[inline]
+    fn task_wake(token: ParkToken) -> (ParkToken, Option<RemoteUnparker>) {
+        (token, None)
     }
 
     #[inline]
@@ -268,6 +207,7 @@ impl Flavor for Local {
 pub(crate) struct CrossThread;
 
 /// How a cross-thread waiter is woken.
+#[derive(Clone)]
 pub(crate) enum Wake {
     /// A paused task: through its token on its own thread, through the
     /// unparker from others.
@@ -301,15 +241,6 @@ impl Wake {
             Wake::Thread(t) => t.unpark(),
         }
     }
-
-    /// Wakes the waiter: directly on the task's own thread, with no
-    /// cross-thread queue or poll interruption; from elsewhere otherwise.
-    #[inline]
-    pub(crate) fn wake(&self) {
-        if self.unpark_here().is_none() {
-            self.send();
-        }
-    }
 }
 
 /// The wake-ups of the cross-thread flavor. The first is kept inline: a
@@ -334,32 +265,48 @@ impl Wakeups<Wake> for Deferred {
     #[inline]
     fn wake(self) {
         for w in self.first.into_iter().chain(self.rest) {
-            w.wake();
+            w.send();
         }
     }
 }
 
 impl Flavor for CrossThread {
     type Lock<S> = Mutex<S>;
+    type Guard<'a, S: 'a> = MutexGuard<'a, S>;
     type Word = AtomicUsize;
     type Wake = Wake;
     type Wakeups = Deferred;
-    type Keep = RemoteUnparker;
 
+    /// A std mutex, not a task-aware one, because nothing ever pauses while
+    /// holding it (it is released before any park). No code panics while
+    /// holding it in a way that leaves the state half-updated (values are
+    /// dropped after it is released), so a poisoned lock still holds a
+    /// sound state.
     #[inline]
-    fn wake_now(_: &Wake) -> bool {
-        true
+    fn lock<'a, S: 'a>(l: &'a Mutex<S>) -> MutexGuard<'a, S> {
+        l.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A second handle on the unparker stays with the task while it is
-    /// paused: a waker drops the entry's handle right after unparking, and
-    /// the scheduler counts live handles to tell a task that can still be
-    /// woken from a deadlocked one.
+    /// On the task's own thread the scheduler is reached directly, with no
+    /// cross-thread queue or poll interruption, and says whether the task
+    /// still waits.
     #[inline]
-    fn task_waiter(pause: &mut impl Pause) -> (ParkToken, Wake, RemoteUnparker) {
+    fn wake_now(w: &Wake) -> Option<bool> {
+        w.unpark_here()
+    }
+
+    #[inline]
+    fn task_waiter(pause: &mut impl Pause) -> (ParkToken, Wake, Option<RemoteUnparker>) {
         let (token, remote) = pause.prepare();
-        let keep = remote.clone();
+        let keep = Some(remote.clone());
         (token, Wake::Task { token, remote }, keep)
+    }
+
+    #[inline]
+    fn task_wake(token: ParkToken) -> (Wake, Option<RemoteUnparker>) {
+        let remote = token.remote();
+        let keep = Some(remote.clone());
+        (Wake::Task { token, remote }, keep)
     }
 
     #[inline]

@@ -112,33 +112,33 @@
 //!
 //! ```text
 //!  local::Mutex  Mutex   local::Semaphore  Semaphore  ...   local::channel  mpsc
-//!         \      /              \          /                       \       /
+//!         \      /              \          /                      \        /
 //!     logic::RawMutex<F>     logic::Semaphore<F>    ...        chan::Chan<T, F>
-//!               \                   |                                |
-//!                wait: queue, pause, remove, learn how woken          |
-//!                                    |                                |
-//!                waiters::Waiters<F, K> ─ its FIFO, WaitQueue ─ the channels' queues
-//!                                    |                                |
-//!                flavor::Flavor: Local | CrossThread ──── chan::ChanFlavor: Flavor
+//!               \                   |                               /
+//!                wait: queue, pause, remove, learn how woken         /
+//!                                    |                              /
+//!                waiters::Waiters<F, K>: the one waiter list ───────
+//!                                    |
+//!                flavor::Flavor: Local | CrossThread
 //! ```
 //!
 //! - `flavor`: `Local` and `CrossThread`: the lock around a state, a
 //!   mutex's lock word, a waiter's wake handle, when a waker wakes it and
 //!   who may wait.
-//! - `waiters`: the one waiter list every primitive queues its waiters in;
-//!   `wait`: the one way a waiter waits on it (a task parks, across threads
-//!   a plain thread blocks), handing on whatever a waiter unwound out of
-//!   its pause was given.
+//! - `waiters`: the one waiter list every primitive and channel queues its
+//!   waiters in; `wait`: the one way a primitive's waiter waits on it (a
+//!   task parks, across threads a plain thread blocks), handing on
+//!   whatever a waiter unwound out of its pause was given.
 //! - `logic`: each primitive's logic, once for both flavors: the semaphore
 //!   (also [`Notify`]'s), a mutex's lock, the count a [`WaitGroup`] or an
 //!   [`local::Event`] waits on, the barrier. [`RwLock`], [`Condvar`] and
 //!   [`OnceCell`], which exist across threads only, hold theirs in their
 //!   own files.
-//! - `chan`: the channel core (state, rules, handle plumbing) of both
-//!   channel kinds, on the same flavors; `oneshot`: [`oneshot()`], on the
-//!   single-thread channel; `select`: [`Select`]; `error`: [`SendError`],
-//!   [`TrySendError`], [`RecvError`], [`TryRecvError`],
-//!   [`RecvTimeoutError`].
+//! - `chan`: the channel core (state, rules, waiting, handle plumbing) of
+//!   both channel kinds, on the same flavors and waiter list; `oneshot`:
+//!   [`oneshot()`], on the single-thread channel; `select`: [`Select`];
+//!   `error`: [`SendError`], [`TrySendError`], [`RecvError`],
+//!   [`TryRecvError`], [`RecvTimeoutError`].
 //! - `fanout`: the core of [`watch`] and [`broadcast`], whose every change
 //!   wakes all their waiters.
 

@@ -8,8 +8,8 @@
 //! - in a task, a receive (or a send on a full bounded channel) *parks the
 //!   task*: its scheduler goes on running other tasks, and the thread that
 //!   makes progress possible wakes it through a
-//!   [`RemoteUnparker`] handle, which interrupts that
-//!   scheduler's poll;
+//!   [`RemoteUnparker`](crate::raw::RemoteUnparker) handle, which
+//!   interrupts that scheduler's poll;
 //! - on a plain thread (no `yieldloop::run` on it), it blocks the thread,
 //!   like std's channels, until it is unparked.
 //!
@@ -65,175 +65,13 @@
 
 use std::time::{Duration, Instant};
 
-use super::chan::{self, channel_handles, ChanFlavor, Guard};
+use super::chan::{self, channel_handles};
 pub use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
-use super::flavor::{CrossThread, Wake};
-use super::select::sealed::Fired;
-use super::waiters::WaitQueue;
-use crate::protocol::ParkToken;
-use crate::sys::threads::atomic::{AtomicBool, Ordering};
-use crate::sys::threads::{thread, Arc};
-use crate::task::park::RemoteUnparker;
+use super::flavor::CrossThread;
+use crate::sys::threads::Arc;
 
 /// The shared state of one channel.
 type Chan<T> = chan::Chan<T, CrossThread>;
-
-/// One task or plain thread waiting on a cross-thread channel.
-pub(crate) struct TaskOrThread {
-    wake: Wake,
-    /// Set by whoever wakes it; the waiter reads it after its entry is
-    /// gone, to know whether it holds a wake-up to use or hand on.
-    fired: Arc<AtomicBool>,
-}
-
-impl TaskOrThread {
-    /// A waiter for the calling task's pause `token`, and a second handle
-    /// on its unparker that the task must keep until the pause is over.
-    ///
-    /// The second handle is there because a waker on another thread drops
-    /// the waiter's handle right after unparking, and the scheduler counts
-    /// live handles to decide whether a parked task can still be woken: with
-    /// none left while the wake-up is still on its way, it would report a
-    /// deadlock. The task's own handle keeps the count up until it runs.
-    fn task(token: ParkToken, fired: Arc<AtomicBool>) -> (TaskOrThread, RemoteUnparker) {
-        let remote = token.remote();
-        let keep = remote.clone();
-        let wake = Wake::Task { token, remote };
-        (TaskOrThread { wake, fired }, keep)
-    }
-
-    /// The calling plain thread, which blocks until its flag is set.
-    fn thread(fired: Arc<AtomicBool>) -> TaskOrThread {
-        TaskOrThread {
-            wake: Wake::Thread(thread::current()),
-            fired,
-        }
-    }
-
-    /// Wakes the waiter. Returns false only when it is known to have
-    /// stopped waiting (a task of this thread); see the module docs.
-    fn wake(&self) -> bool {
-        match self.wake.unpark_here() {
-            Some(woke) => {
-                if woke {
-                    self.fired.store(true, Ordering::Release);
-                }
-                woke
-            }
-            None => {
-                // Set before the wake-up, which the waiter may see at once.
-                self.fired.store(true, Ordering::Release);
-                self.wake.send();
-                true
-            }
-        }
-    }
-}
-
-/// True when the caller is a task (and may park), false on a plain thread.
-fn in_task() -> bool {
-    crate::task::spawn::current_id().is_some()
-}
-
-/// The cross-thread flavor of the channel core: the state sits in a
-/// `Mutex`, and a waiter is a task of any scheduler or a plain thread.
-// `#[inline]` throughout, for the reason given at the single-thread flavor.
-impl ChanFlavor for CrossThread {
-    type Receiver = TaskOrThread;
-    type Sender = TaskOrThread;
-
-    #[inline]
-    fn wake_one(q: &mut WaitQueue<TaskOrThread>) -> bool {
-        q.take_first(|w| w.wake()).is_some()
-    }
-
-    #[inline]
-    fn wake_all(q: &mut WaitQueue<TaskOrThread>) {
-        for (_, w) in q.take_all() {
-            w.wake();
-        }
-    }
-
-    #[inline]
-    fn wake_sender(w: &TaskOrThread) -> bool {
-        w.wake()
-    }
-
-    #[inline]
-    fn task_receiver(token: ParkToken) -> (TaskOrThread, Fired, Option<RemoteUnparker>) {
-        let fired = Arc::new(AtomicBool::new(false));
-        let (waiter, keep) = TaskOrThread::task(token, fired.clone());
-        (waiter, Fired::Shared(fired), Some(keep))
-    }
-
-    #[inline]
-    fn task_sender(token: ParkToken) -> (TaskOrThread, Option<RemoteUnparker>) {
-        let (waiter, keep) = TaskOrThread::task(token, Arc::new(AtomicBool::new(false)));
-        (waiter, Some(keep))
-    }
-
-    #[inline]
-    fn wait_receiver<'a, T>(
-        chan: &'a Chan<T>,
-        mut st: Guard<'a, T, CrossThread>,
-        deadline: Option<Instant>,
-    ) -> Result<Guard<'a, T, CrossThread>, RecvTimeoutError> {
-        if in_task() {
-            return chan.park_receiver(st, deadline);
-        }
-        // A plain thread blocks until a sender picks it.
-        let fired = Arc::new(AtomicBool::new(false));
-        let reg = st.register((
-            TaskOrThread::thread(fired.clone()),
-            Fired::Shared(fired),
-            None,
-        ));
-        while !reg.fired.shared_get() {
-            // An unpark that came before the park returns it at once; a
-            // spurious one, or one meant for an earlier wait, makes the
-            // loop look again.
-            match deadline {
-                None => {
-                    drop(st);
-                    thread::park();
-                }
-                Some(d) => {
-                    let now = crate::scheduler::timers::now();
-                    if now >= d {
-                        break;
-                    }
-                    drop(st);
-                    thread::park_timeout(d - now);
-                }
-            }
-            st = chan.lock();
-        }
-        st.unregister(&reg);
-        Ok(st)
-    }
-
-    #[inline]
-    fn wait_sender<'a, T>(
-        chan: &'a Chan<T>,
-        mut st: Guard<'a, T, CrossThread>,
-        value: T,
-    ) -> Result<(), SendError<T>> {
-        if in_task() {
-            return chan.park_sender(st, value);
-        }
-        // A plain thread blocks until a receiver takes the value or goes.
-        let waiter = TaskOrThread::thread(Arc::new(AtomicBool::new(false)));
-        let id = st.queue_sender(waiter, value);
-        loop {
-            if let Some(sent) = st.sent(id, false) {
-                return sent;
-            }
-            drop(st);
-            thread::park();
-            st = chan.lock();
-        }
-    }
-}
 
 channel_handles! {
     shared: Arc<Chan>,

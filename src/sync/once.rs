@@ -4,7 +4,7 @@
 use std::cell::UnsafeCell;
 use std::fmt;
 
-use super::flavor::{CrossThread, Deferred, Lock, Wakeups};
+use super::flavor::{CrossThread, Deferred, Flavor, Wakeups};
 use super::wait::{self, OnDrop};
 use super::waiters::{WithWaiters, Woken};
 use crate::sys::threads::atomic::{AtomicBool, Ordering};
@@ -138,7 +138,7 @@ impl<T> OnceCell<T> {
     /// assert_eq!(cell.get(), Some(&1));
     /// ```
     pub fn set(&self, value: T) -> Result<(), T> {
-        let mut st = Lock::lock(&self.state);
+        let mut st = CrossThread::lock(&self.state);
         if st.running || self.set.load(Ordering::Acquire) {
             return Err(value);
         }
@@ -159,7 +159,7 @@ impl<T> OnceCell<T> {
 
     #[cold]
     fn init(&self, f: impl FnOnce() -> T) -> &T {
-        let mut st = Lock::lock(&self.state);
+        let mut st = CrossThread::lock(&self.state);
         loop {
             if let Some(v) = self.get() {
                 return v;
@@ -187,7 +187,7 @@ impl<T> OnceCell<T> {
         // If `f` panics (or its task is cancelled in it), the next waiter
         // tries.
         let failed = OnDrop::new(|| {
-            let mut st = Lock::lock(&self.state);
+            let mut st = CrossThread::lock(&self.state);
             st.running = false;
             let wakes = st.next_tries();
             drop(st);
@@ -199,7 +199,7 @@ impl<T> OnceCell<T> {
         unsafe { *self.value.get() = Some(value) };
         self.set.store(true, Ordering::Release);
         failed.defuse();
-        let mut st = Lock::lock(&self.state);
+        let mut st = CrossThread::lock(&self.state);
         st.running = false;
         let wakes = st.waiters.take_all();
         drop(st);

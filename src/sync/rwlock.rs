@@ -4,7 +4,7 @@ use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use super::flavor::{CrossThread, Deferred, Lock, Wakeups};
+use super::flavor::{CrossThread, Deferred, Flavor, Wakeups};
 use super::wait;
 use super::waiters::{WithWaiters, Woken};
 use crate::sys::threads::Mutex as StdMutex;
@@ -73,18 +73,19 @@ impl State {
     /// writer. Returns the waiters to wake.
     fn grant(&mut self) -> Deferred {
         let mut wakes = Deferred::default();
-        while let Some(&want) = self.waiters.front() {
-            match want {
-                Want::Write if !self.writer && self.readers == 0 => {
+        loop {
+            let (writer, readers) = (self.writer, self.readers);
+            let granted = self.waiters.take_one_if(&mut wakes, |want| match want {
+                Want::Write => !writer && readers == 0,
+                Want::Read => !writer,
+            });
+            match granted {
+                Some(Want::Write) => {
                     self.writer = true;
-                    self.waiters.wake_one(&mut wakes);
                     break;
                 }
-                Want::Read if !self.writer => {
-                    self.readers += 1;
-                    self.waiters.wake_one(&mut wakes);
-                }
-                _ => break,
+                Some(Want::Read) => self.readers += 1,
+                None => break,
             }
         }
         wakes
@@ -165,14 +166,14 @@ impl<T: ?Sized> RwLock<T> {
     /// assert!(l.try_write().is_some());
     /// ```
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        Lock::lock(&self.state)
+        CrossThread::lock(&self.state)
             .try_take(Want::Read)
             .then(|| RwLockReadGuard { lock: self })
     }
 
     /// Locks for writing if that needs no waiting.
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        Lock::lock(&self.state)
+        CrossThread::lock(&self.state)
             .try_take(Want::Write)
             .then(|| RwLockWriteGuard { lock: self })
     }
@@ -184,7 +185,7 @@ impl<T: ?Sized> RwLock<T> {
 
     fn take(&self, want: Want) {
         crate::task::coop::proceed();
-        let mut st = Lock::lock(&self.state);
+        let mut st = CrossThread::lock(&self.state);
         if st.try_take(want) {
             return;
         }
@@ -207,7 +208,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     fn unlock(&self, want: Want) {
-        let wakes = Lock::lock(&self.state).unlock(want);
+        let wakes = CrossThread::lock(&self.state).unlock(want);
         wakes.wake();
     }
 }

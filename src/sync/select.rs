@@ -54,53 +54,16 @@ use crate::task::spawn::{Builder, JoinHandle};
 /// selectable types is this module's to decide.
 pub(crate) mod sealed {
     use crate::protocol::ParkToken;
-    use crate::sys::threads::atomic::{AtomicBool, Ordering};
-    use crate::sys::threads::Arc;
-
-    /// How a registration learns it was the one a sender woke.
-    #[derive(Debug)]
-    pub enum Fired {
-        /// A single-thread channel's: the sender that wakes a receiver takes
-        /// its entry out of the queue, and only then (an entry whose task
-        /// stopped waiting is left for its owner), so an entry gone from
-        /// the queue is one a sender picked. No flag to share, so nothing
-        /// to allocate per pause.
-        Dequeued,
-        /// A cross-thread channel's flag: a plain thread's entry is taken
-        /// out by the sender too, but is looked at while still queued.
-        Shared(Arc<AtomicBool>),
-    }
-
-    impl Fired {
-        /// True if a sender picked this registration, given whether its
-        /// entry was still queued when its owner took it out.
-        #[inline]
-        pub fn after_removal(&self, was_queued: bool) -> bool {
-            match self {
-                Fired::Dequeued => !was_queued,
-                Fired::Shared(f) => f.load(Ordering::Acquire),
-            }
-        }
-
-        /// A cross-thread flag's value while the entry is still queued;
-        /// always false for a single-thread entry, whose news is its
-        /// removal.
-        #[inline]
-        pub fn shared_get(&self) -> bool {
-            match self {
-                Fired::Dequeued => false,
-                Fired::Shared(f) => f.load(Ordering::Acquire),
-            }
-        }
-    }
 
     /// One select pause's entry in one channel's receiver queue.
     #[derive(Debug)]
     pub struct Registration {
+        /// The entry's id in the channel's queue; whether a sender picked
+        /// it, its removal says.
         pub(crate) id: u64,
-        pub(crate) fired: Fired,
         /// A cross-thread channel's second handle on the select's unparker,
-        /// held for the length of the pause (see `mpsc::TaskOrThread::task`).
+        /// held for the length of the pause (see
+        /// [`Flavor::task_wake`](crate::sync::flavor::Flavor::task_wake)).
         pub(crate) _keep: Option<crate::task::park::RemoteUnparker>,
     }
 

@@ -34,7 +34,7 @@
 
 use std::time::Instant;
 
-use super::flavor::{Flavor, Guard, Lock, Wakeups};
+use super::flavor::{Flavor, Guard, Wakeups};
 use super::waiters::{WithWaiters, Woken};
 use crate::protocol::{ParkToken, Resume};
 use crate::scheduler::port::ParkedOn;
@@ -147,7 +147,7 @@ pub(crate) fn wait_task<'a, F: Flavor, S, K>(
     then();
     // Runs if the task unwinds out of the pause, and when it cannot pause.
     let guard = OnDrop::new(move || {
-        let mut st = lock.lock();
+        let mut st = F::lock(lock);
         let woken = st.waiters.remove(id);
         let wakes = abandon(&mut st, woken);
         drop(st);
@@ -155,7 +155,7 @@ pub(crate) fn wait_task<'a, F: Flavor, S, K>(
     });
     let r = pause.park(token, deadline);
     drop(keep);
-    let mut st = lock.lock();
+    let mut st = F::lock(lock);
     let woken = st.waiters.remove(id);
     if let (Resume::Cancelled, Woken::Not) = (r, woken) {
         drop(st);
@@ -182,7 +182,7 @@ fn wait_thread<'a, F: Flavor, S, K>(
     #[cfg(loom)]
     let mut tried = false;
     loop {
-        st = lock.lock();
+        st = F::lock(lock);
         let woken = st.waiters.woken(id);
         // A deadline `<= now` has passed.
         #[cfg(not(loom))]
@@ -269,7 +269,7 @@ pub(crate) fn wait_until<F: Flavor, S, R>(
     abandon: impl Fn(&mut WithWaiters<F, S>, Woken) -> F::Wakeups,
     mut waiter: Waiter<'_, impl Pause>,
 ) -> Result<R, NotReady> {
-    let mut st = lock.lock();
+    let mut st = F::lock(lock);
     let mut woken = Woken::Not;
     loop {
         if let Some(r) = ready(&mut st, woken) {

@@ -1,8 +1,9 @@
-//! The waiter list every primitive of this module is made of, in either
-//! [flavor](super::flavor): a FIFO of waiters, each under an id, and how
-//! the ones a waker took out were woken.
+//! The waiter list every primitive and channel of this module is made of,
+//! in either [flavor](super::flavor): a FIFO of waiters, each under an id,
+//! and how the ones a waker took out were woken.
 //!
-//! A waiter publishes an entry (its flavor's wake handle) under the
+//! A waiter publishes an entry (its flavor's wake handle, and what it waits
+//! for or with: a kind of lock, a parked sender's value) under the
 //! primitive's lock, then pauses (see [`wait`](super::wait)). A waker,
 //! under the same lock, takes the first entry whose waiter still waits out
 //! of the list, singling it out ([`Woken::One`]: it is handed a lock, a
@@ -24,10 +25,11 @@
 //! ```
 //!
 //! An entry whose waiter the flavor knows to have stopped waiting (a task
-//! of this thread that timed out or is being unwound) is skipped and left
-//! for its owner, so no wake-up is spent on a waiter that will not use it.
-//! Across threads a waker cannot ask, so the first entry is always taken:
-//! that waiter, if it does not use what it was handed, passes it on.
+//! of the waker's thread that timed out or is being unwound) is skipped and
+//! left for its owner, so no wake-up is spent on a waiter that will not use
+//! it. A task of another thread, or a plain thread, cannot be asked, so it
+//! is taken: that waiter, if it does not use what it was handed, passes it
+//! on.
 
 use std::collections::VecDeque;
 
@@ -47,9 +49,9 @@ pub(crate) enum Woken {
 
 /// A FIFO of entries, each under an id that stays valid until it is
 /// removed, so an entry can be taken out of the middle: the storage of a
-/// [`Waiters`] list, and of the channels' queues.
+/// [`Waiters`] list.
 #[derive(Debug)]
-pub(crate) struct WaitQueue<E> {
+struct WaitQueue<E> {
     next_id: u64,
     /// # Invariant
     /// Ids strictly increase from front to back, so an id is found by
@@ -69,7 +71,7 @@ impl<E> Default for WaitQueue<E> {
 impl<E> WaitQueue<E> {
     /// Appends `e`; returns its id.
     #[inline]
-    pub(crate) fn push(&mut self, e: E) -> u64 {
+    fn push(&mut self, e: E) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.entries.push_back((id, e));
@@ -83,7 +85,7 @@ impl<E> WaitQueue<E> {
 
     /// Takes out the entry `id`, if it is still queued.
     #[inline]
-    pub(crate) fn remove(&mut self, id: u64) -> Option<E> {
+    fn remove(&mut self, id: u64) -> Option<E> {
         // The common cases, the only entry or the newest, without a search
         // or a shift of the ring buffer.
         match self.entries.back() {
@@ -96,12 +98,12 @@ impl<E> WaitQueue<E> {
     }
 
     /// True while the entry `id` is queued.
-    pub(crate) fn contains(&self, id: u64) -> bool {
+    fn contains(&self, id: u64) -> bool {
         self.index(id).is_some()
     }
 
     /// The entry `id`, if it is still queued.
-    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut E> {
+    fn get_mut(&mut self, id: u64) -> Option<&mut E> {
         let i = self.index(id)?;
         self.entries.get_mut(i).map(|(_, e)| e)
     }
@@ -110,7 +112,7 @@ impl<E> WaitQueue<E> {
     /// entries before it stay where they are. `pred` is where the waker
     /// unparks, so it runs at most once per entry, front to back.
     #[inline]
-    pub(crate) fn take_first(&mut self, pred: impl FnMut(&E) -> bool) -> Option<E> {
+    fn take_first(&mut self, pred: impl FnMut(&E) -> bool) -> Option<E> {
         self.take_first_entry(pred).map(|(_, e)| e)
     }
 
@@ -127,37 +129,35 @@ impl<E> WaitQueue<E> {
         self.entries.remove(i)
     }
 
-    /// Takes out, front to back, every entry for which `pred` is true,
-    /// handing each to `take` with its id; the others stay, in order, and
-    /// so does the buffer.
-    fn take_each(&mut self, mut pred: impl FnMut(&E) -> bool, mut take: impl FnMut(u64, E)) {
+    /// Takes out, front to back, every entry for which `pick` says
+    /// `Some`, handing each to `take` with its id and what `pick` said; the
+    /// others stay, in order, and so does the buffer.
+    fn take_each<D>(
+        &mut self,
+        mut pick: impl FnMut(&E) -> Option<D>,
+        mut take: impl FnMut(u64, E, D),
+    ) {
         for _ in 0..self.entries.len() {
             let Some((id, e)) = self.entries.pop_front() else {
                 break;
             };
-            if pred(&e) {
-                take(id, e);
-            } else {
-                self.entries.push_back((id, e));
+            match pick(&e) {
+                Some(d) => take(id, e, d),
+                None => self.entries.push_back((id, e)),
             }
         }
     }
 
-    /// Takes every entry out, front to back.
-    pub(crate) fn take_all(&mut self) -> VecDeque<(u64, E)> {
-        std::mem::take(&mut self.entries)
-    }
-
     /// Every entry, front to back.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &E> {
+    fn iter(&self) -> impl Iterator<Item = &E> {
         self.entries.iter().map(|(_, e)| e)
     }
 
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 }
@@ -207,10 +207,20 @@ impl<F: Flavor, K> Waiters<F, K> {
     /// was woken ([`Woken::Not`] while it was still queued).
     #[inline]
     pub(crate) fn remove(&mut self, id: u64) -> Woken {
-        if self.queue.remove(id).is_some() {
-            return Woken::Not;
+        match self.remove_entry(id) {
+            Ok(_) => Woken::Not,
+            Err(woken) => woken,
         }
-        match self.all.front() {
+    }
+
+    /// [`remove`](Self::remove), giving back what the waiter waited with
+    /// (`Ok`) while it was still queued.
+    #[inline]
+    pub(crate) fn remove_entry(&mut self, id: u64) -> Result<K, Woken> {
+        if let Some(e) = self.queue.remove(id) {
+            return Ok(e.kind);
+        }
+        Err(match self.all.front() {
             None => Woken::One,
             Some(&i) if i == id => {
                 self.all.pop_front();
@@ -223,7 +233,7 @@ impl<F: Flavor, K> Waiters<F, K> {
                 }
                 Err(_) => Woken::One,
             },
-        }
+        })
     }
 
     /// How the waiter `id` has been woken so far, leaving its entry where
@@ -238,31 +248,58 @@ impl<F: Flavor, K> Waiters<F, K> {
         }
     }
 
-    /// Singles out the first waiter that the flavor can wake, taking it out
-    /// of the list; its wake-up goes into `out`. Returns whether there was
-    /// one.
+    /// Singles out the first waiter that still waits (see
+    /// [`Flavor::wake_now`]), taking it out of the list and waking it, at
+    /// once or through `out`. Returns whether there was one.
     #[inline]
     pub(crate) fn wake_one(&mut self, out: &mut F::Wakeups) -> bool {
-        match self.queue.take_first(|e| F::wake_now(&e.wake)) {
-            Some(e) => {
-                out.push(e.wake);
-                true
-            }
-            None => false,
-        }
+        self.take_one(out).is_some()
     }
 
-    /// Wakes every waiter, as part of a broadcast (nothing to hand on if
-    /// one of them goes away); their wake-ups go into `out`.
+    /// [`wake_one`](Self::wake_one), giving back what the waiter waited
+    /// with (a parked sender's value).
+    #[inline]
+    pub(crate) fn take_one(&mut self, out: &mut F::Wakeups) -> Option<K> {
+        self.take_one_if(out, |_| true)
+    }
+
+    /// Wakes every waiter that still waits, as part of a broadcast
+    /// (nothing to hand on if one of them goes away), taking them out of
+    /// the list; those not woken at once go into `out`.
     pub(crate) fn wake_all(&mut self, out: &mut F::Wakeups) {
         let Waiters { queue, all } = self;
         queue.take_each(
-            |e| F::wake_now(&e.wake),
-            |id, e| {
+            |e| match F::wake_now(&e.wake) {
+                Some(true) => Some(false),
+                Some(false) => None,
+                None => Some(true),
+            },
+            |id, e, later| {
                 all.push_back(id);
-                out.push(e.wake);
+                if later {
+                    out.push(e.wake);
+                }
             },
         );
+    }
+
+    /// Wakes every waiter queued, leaving them in the list, each to look
+    /// at the state again (the parked senders of a channel whose receiver
+    /// went); those not woken at once go into `out`.
+    pub(crate) fn wake_in_place(&self, out: &mut F::Wakeups) {
+        for e in self.queue.iter() {
+            if F::wake_now(&e.wake).is_none() {
+                out.push(e.wake.clone());
+            }
+        }
+    }
+
+    /// Gives the waiter `id`, if still queued, a new wake handle: it waits
+    /// again in the same place, in a new pause.
+    pub(crate) fn rewake(&mut self, id: u64, wake: F::Wake) {
+        if let Some(e) = self.queue.get_mut(id) {
+            e.wake = wake;
+        }
     }
 
     /// [`wake_all`](Self::wake_all), for the caller to send after the
@@ -273,10 +310,35 @@ impl<F: Flavor, K> Waiters<F, K> {
         out
     }
 
-    /// What the first waiter queued waits for. (Across threads, that is the
-    /// first still waiting.)
-    pub(crate) fn front(&self) -> Option<&K> {
-        self.queue.iter().next().map(|e| &e.kind)
+    /// [`take_one`](Self::take_one), if what the first waiter that still
+    /// waits waits for passes `grant`; `None` when it does not (it stays
+    /// first) or when nobody waits. A waiter skipped as gone is left for
+    /// its owner.
+    #[inline]
+    pub(crate) fn take_one_if(
+        &mut self,
+        out: &mut F::Wakeups,
+        mut grant: impl FnMut(&K) -> bool,
+    ) -> Option<K> {
+        let mut stop = false;
+        let mut later = false;
+        let e = self.queue.take_first(|e| {
+            if stop || !grant(&e.kind) {
+                stop = true;
+                return false;
+            }
+            match F::wake_now(&e.wake) {
+                Some(woke) => woke,
+                None => {
+                    later = true;
+                    true
+                }
+            }
+        })?;
+        if later {
+            out.push(e.wake);
+        }
+        Some(e.kind)
     }
 
     /// True when no waiter is queued.

@@ -2,9 +2,9 @@
 //! for both kinds.
 
 /// Defines the public handles of one channel kind, and the functions that
-/// make them, over the channel core of one [`ChanFlavor`](super::ChanFlavor):
-/// the calling module names the shared pointer (`Rc` or `Arc`) and its
-/// `Chan<T>`, and gives the docs of
+/// make them, over the channel core of one
+/// [`Flavor`](crate::sync::flavor::Flavor): the calling module names the
+/// shared pointer (`Rc` or `Arc`) and its `Chan<T>`, and gives the docs of
 /// every item, which differ between the kinds (one pauses a task, the other
 /// also blocks a plain thread). The signatures, the bodies, and all that the
 /// two kinds do alike (the sender count kept by `Clone` and `Drop`, the close

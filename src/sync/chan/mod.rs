@@ -18,52 +18,57 @@
 //!   wake-up went through, so a send that was cancelled or timed out never
 //!   happened.
 //!
-//! The kinds differ only in what their flavor says, the same
-//! [`Flavor`](crate::sync::flavor::Flavor) the primitives of this module
-//! are made with, and its [`ChanFlavor`] side: the lock around the state (a
-//! `RefCell` on one thread, a `Mutex` between threads), how a waiter is
-//! woken (its [`ParkToken`] on one thread; across threads also a
-//! `RemoteUnparker`, or the handle of a blocked plain thread) and how the
-//! caller waits (a task parks; across threads a plain thread blocks). The
-//! flavor is a type parameter, not a trait object, so each kind is compiled
-//! for itself: a hand-over between two tasks makes no dynamic call and no
-//! allocation that the kind did not make before it shared this core.
+//! Their queues are the waiter list of every primitive of this module,
+//! [`Waiters`], and the kinds differ only in what their
+//! [`Flavor`] says, the same the primitives are made with: the lock around
+//! the state (a `RefCell` on one thread, a `Mutex` between threads), how a
+//! waiter is woken (its [`ParkToken`] on one thread;
+//! across threads also a `RemoteUnparker`, or the handle of a blocked plain
+//! thread) and how the caller waits (a task parks; across threads a plain
+//! thread blocks). The flavor is a type parameter, not a trait object, so
+//! each kind is compiled for itself: a hand-over between two tasks makes no
+//! dynamic call and no allocation that the kind did not make before it
+//! shared this core.
+//!
+//! A channel wakes its waiters under its lock, as soon as it decides to
+//! (a waiter of another thread is queued a wake-up then). A receiver learns
+//! whether a sender picked it from its entry, when it takes it out
+//! ([`Woken::One`]); a [`Select`](super::Select) waits in several
+//! channels' queues with one pause, and so learns which case fired.
 //!
 //! ```text
 //!   send ─▶ try_send ─ room ─▶ done (the first waiting receiver wakes)
 //!              │ full
 //!              ▼
-//!           ChanFlavor::wait_sender: queue (waiter, value) in sendq and wait
+//!           wait_sender: queue (waiter, value) in sendq and wait
 //!           until a receiver takes the value or the receiver is gone
 //!
 //!   recv ─▶ try_recv ─ msg ──▶ done (the first parked sender moves up)
 //!              │ empty          ▲
 //!              ▼                │ woken or timed out: look again
-//!           ChanFlavor::wait_receiver: queue a waiter in recvq and wait
+//!           wait_receiver: queue a waiter in recvq and wait
 //! ```
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::time::Instant;
 
-use super::error::{RecvTimeoutError, SendError, TryRecvError, TrySendError};
-use super::flavor::Lock;
-use super::select::sealed::{Fired, Registration};
-use super::wait::OnDrop;
-use super::waiters::WaitQueue;
+use super::error::{SendError, TryRecvError, TrySendError};
+use super::flavor::{self, Flavor, Wakeups};
+use super::select::sealed::Registration;
+use super::waiters::{Waiters, Woken};
 use crate::protocol::ParkToken;
-use crate::protocol::Resume;
-use crate::scheduler::port::ParkedOn;
-use crate::task::park::{park_on, park_token, RemoteUnparker};
 
-mod flavor;
 mod handles;
+mod waiting;
 
-pub(crate) use flavor::{ChanFlavor, Guard};
 pub(crate) use handles::channel_handles;
 
+/// The held lock of a channel with items `T` and flavor `F`: a `RefMut` or
+/// a `MutexGuard`.
+pub(crate) type Guard<'a, T, F> = flavor::Guard<'a, F, State<T, F>>;
+
 /// The state of one channel, behind its flavor's lock.
-pub(crate) struct State<T, F: ChanFlavor> {
+pub(crate) struct State<T, F: Flavor> {
     /// Messages sent and not received yet.
     buf: VecDeque<T>,
     /// `None`: unbounded. `Some(0)`: rendezvous.
@@ -73,28 +78,21 @@ pub(crate) struct State<T, F: ChanFlavor> {
     /// False once the `Receiver` is gone: every send fails from then on.
     receiver_alive: bool,
     /// Receivers waiting for a message.
-    recvq: WaitQueue<F::Receiver>,
-    /// Senders parked on a full channel, each with its value.
+    recvq: Waiters<F>,
+    /// Senders parked on a full channel, each with its value, moved into
+    /// the channel when a receiver takes it.
     ///
     /// # Invariant
     /// With a buffer (`cap > 0`), parked senders exist only while the
     /// buffer is full, give or take entries whose task stopped waiting.
-    sendq: WaitQueue<Parked<T, F::Sender>>,
+    sendq: Waiters<F, T>,
     /// [`Select`](super::Select)s with a send case on this channel,
     /// waiting for room (or a receiver, for a rendezvous): all woken
     /// when one comes, each to try its send again.
-    spaceq: WaitQueue<F::Receiver>,
+    spaceq: Waiters<F>,
 }
 
-/// A sender parked on a full channel, with the value it is sending.
-struct Parked<T, S> {
-    /// What the sender is woken through.
-    waiter: S,
-    /// Moved into the channel when a receiver takes it.
-    value: T,
-}
-
-impl<T, F: ChanFlavor> State<T, F> {
+impl<T, F: Flavor> State<T, F> {
     /// True if a receiver would find something to do: a message, a parked
     /// sender of a rendezvous, or the end of the channel.
     pub(crate) fn receivable(&self) -> bool {
@@ -104,9 +102,10 @@ impl<T, F: ChanFlavor> State<T, F> {
     /// Takes the value of the first parked sender that is still parked,
     /// waking it: its send has happened.
     fn take_parked_sender(&mut self) -> Option<T> {
-        self.sendq
-            .take_first(|p| F::wake_sender(&p.waiter))
-            .map(|p| p.value)
+        let mut wakes = F::Wakeups::default();
+        let value = self.sendq.take_one(&mut wakes);
+        wakes.wake();
+        value
     }
 
     /// The non-blocking receive every receive is made of.
@@ -162,13 +161,17 @@ impl<T, F: ChanFlavor> State<T, F> {
     #[inline]
     fn space_came(&mut self) {
         if !self.spaceq.is_empty() {
-            F::wake_all(&mut self.spaceq);
+            self.spaceq.take_all().wake();
         }
     }
 
     /// Wakes one waiting receiver. Returns whether one was woken.
+    #[inline]
     fn wake_receiver(&mut self) -> bool {
-        F::wake_one(&mut self.recvq)
+        let mut wakes = F::Wakeups::default();
+        let woke = self.recvq.wake_one(&mut wakes);
+        wakes.wake();
+        woke
     }
 
     /// A receiver that was woken but will not receive hands the wake-up
@@ -179,34 +182,34 @@ impl<T, F: ChanFlavor> State<T, F> {
         }
     }
 
-    /// Queues a waiting receiver; what it reports through and keeps come
-    /// from [`ChanFlavor::task_receiver`] (or, for a plain thread, its like).
+    /// Queues a waiting receiver, woken through `wake`; `keep` is what it
+    /// holds for the length of its pause (see [`Flavor::task_wake`]).
     pub(crate) fn register(
         &mut self,
-        (entry, fired, keep): (F::Receiver, Fired, Option<RemoteUnparker>),
+        (wake, keep): (F::Wake, Option<crate::task::park::RemoteUnparker>),
     ) -> Registration {
         // A rendezvous has a taker now.
         if self.cap == Some(0) {
             self.space_came();
         }
         Registration {
-            id: self.recvq.push(entry),
-            fired,
+            id: self.recvq.push((), wake),
             _keep: keep,
         }
     }
 
     /// Takes a receiver's entry out again; returns whether a sender had
-    /// woken it (then it holds a wake-up to use or hand on).
+    /// picked it (then it holds a wake-up to use or hand on).
+    #[inline]
     pub(crate) fn unregister(&mut self, reg: &Registration) -> bool {
-        let was_queued = self.recvq.remove(reg.id).is_some();
-        reg.fired.after_removal(was_queued)
+        self.recvq.remove(reg.id) == Woken::One
     }
 
-    /// Queues a sender that waits with `value`, and wakes a receiver: a
-    /// rendezvous needs one to come and take it. Returns the entry's id.
-    pub(crate) fn queue_sender(&mut self, waiter: F::Sender, value: T) -> u64 {
-        let id = self.sendq.push(Parked { waiter, value });
+    /// Queues a sender that waits with `value`, woken through `wake`, and
+    /// wakes a receiver: a rendezvous needs one to come and take it.
+    /// Returns the entry's id.
+    pub(crate) fn queue_sender(&mut self, wake: F::Wake, value: T) -> u64 {
+        let id = self.sendq.push(value, wake);
         self.wake_receiver();
         id
     }
@@ -216,42 +219,45 @@ impl<T, F: ChanFlavor> State<T, F> {
     /// a receiver took the value; it fails, and the value comes back, if
     /// the receiver is gone or the sender must `give_up`.
     pub(crate) fn sent(&mut self, id: u64, give_up: bool) -> Option<Result<(), SendError<T>>> {
-        if !self.sendq.contains(id) {
+        if self.sendq.woken(id) != Woken::Not {
             return Some(Ok(()));
         }
         if !self.receiver_alive || give_up {
-            let parked = self.sendq.remove(id);
-            return Some(parked.map_or(Ok(()), |p| Err(SendError(p.value))));
+            return Some(
+                self.sendq
+                    .remove_entry(id)
+                    .map_or(Ok(()), |v| Err(SendError(v))),
+            );
         }
         None
     }
 }
 
 /// One channel: its state behind the flavor's lock.
-pub(crate) struct Chan<T, F: ChanFlavor> {
+pub(crate) struct Chan<T, F: Flavor> {
     state: F::Lock<State<T, F>>,
 }
 
-impl<T, F: ChanFlavor> Chan<T, F> {
+impl<T, F: Flavor> Chan<T, F> {
     /// A channel with one sender and its receiver, holding at most `cap`
     /// messages (`None`: unbounded; `Some(0)`: rendezvous).
     pub(crate) fn new(cap: Option<usize>) -> Self {
         Chan {
-            state: Lock::new(State {
+            state: From::from(State {
                 buf: VecDeque::new(),
                 cap,
                 senders: 1,
                 receiver_alive: true,
-                recvq: WaitQueue::default(),
-                sendq: WaitQueue::default(),
-                spaceq: WaitQueue::default(),
+                recvq: Waiters::default(),
+                sendq: Waiters::default(),
+                spaceq: Waiters::default(),
             }),
         }
     }
 
     /// Takes the lock around the state.
     pub(crate) fn lock(&self) -> Guard<'_, T, F> {
-        self.state.lock()
+        F::lock(&self.state)
     }
 
     /// See [`State::try_send`].
@@ -264,137 +270,6 @@ impl<T, F: ChanFlavor> Chan<T, F> {
         self.lock().try_recv()
     }
 
-    /// The bounded send: the fast path, else wait with the value until a
-    /// receiver takes it.
-    pub(crate) fn send(&self, value: T) -> Result<(), SendError<T>> {
-        // Before the lock, which a pause must never hold.
-        crate::task::coop::proceed();
-        // One lock from the check to the queueing: across threads, a
-        // receiver freeing a slot in between would leave this sender
-        // parked by a buffer with room.
-        let mut st = self.lock();
-        let value = match st.try_send(value) {
-            Ok(()) => return Ok(()),
-            Err(TrySendError::Disconnected(v)) => return Err(SendError(v)),
-            Err(TrySendError::Full(v)) => v,
-        };
-        F::wait_sender(self, st, value)
-    }
-
-    /// The receive every blocking receive is: take a message, or wait for
-    /// one until `deadline`.
-    pub(crate) fn recv_deadline(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
-        // Before the lock, which a pause must never hold.
-        crate::task::coop::proceed();
-        // The lock is held from each look to the queueing of the waiter, so
-        // a message sent from another thread in between cannot go unseen.
-        let mut st = self.lock();
-        loop {
-            match st.try_recv() {
-                Ok(v) => return Ok(v),
-                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-                Err(TryRecvError::Empty) => {}
-            }
-            // A deadline `<= now` has passed: one last look was taken above.
-            if deadline.is_some_and(|d| crate::scheduler::timers::now() >= d) {
-                return Err(RecvTimeoutError::Timeout);
-            }
-            // Woken, timed out or not: look again. A wake-up whose message
-            // another receiver took in the meantime just means waiting on.
-            st = F::wait_receiver(self, st, deadline)?;
-        }
-    }
-
-    /// How a receiving *task* waits: queued in `recvq` under `st` (the lock
-    /// it found the channel empty with), parked until a sender wakes it or
-    /// `deadline` passes, and taken out of the queue again. Gives the lock
-    /// back, held.
-    ///
-    /// If the task is unwound out of the pause (it was cancelled, or a
-    /// [`timeout`](fn@crate::timeout) scope expired), or cannot pause at all, a
-    /// wake-up it was given goes on to the next receiver. (A broadcast
-    /// wake-up comes only at the close, after which nobody waits, so there
-    /// is nobody to hand it on to.)
-    ///
-    /// # Errors
-    ///
-    /// [`RecvTimeoutError::Disconnected`] if the task is unwinding: it
-    /// cannot wait, so for it the channel is closed.
-    pub(crate) fn park_receiver<'a>(
-        &'a self,
-        mut st: Guard<'a, T, F>,
-        deadline: Option<Instant>,
-    ) -> Result<Guard<'a, T, F>, RecvTimeoutError> {
-        let token = park_token();
-        let reg = st.register(F::task_receiver(token));
-        drop(st);
-        // No lock is held across the pause: the guard below takes it while
-        // the stack unwinds from inside `park`.
-        let guard = OnDrop::new(|| {
-            let mut st = self.lock();
-            if st.unregister(&reg) {
-                st.pass_on();
-            }
-        });
-        let r = park_on(token, deadline, ParkedOn::Channel);
-        guard.defuse();
-        let mut st = self.lock();
-        let woken = st.unregister(&reg);
-        if let Resume::Cancelled = r {
-            if woken {
-                st.pass_on();
-            }
-            return Err(RecvTimeoutError::Disconnected);
-        }
-        Ok(st)
-    }
-
-    /// How a sending *task* waits on a full channel: queued with its value
-    /// under `st` (the lock it found the channel full with), parked until a
-    /// receiver takes the value or the receiver goes, parked again after a
-    /// wake-up that was neither.
-    ///
-    /// If the task is unwound out of the pause, the value is withdrawn
-    /// unless a receiver took it already (then the send happened), and
-    /// dropped after the lock is released, since its destructor may use
-    /// this channel.
-    ///
-    /// # Errors
-    ///
-    /// As for [`ChanFlavor::wait_sender`].
-    pub(crate) fn park_sender(
-        &self,
-        mut st: Guard<'_, T, F>,
-        value: T,
-    ) -> Result<(), SendError<T>> {
-        let mut token = park_token();
-        let (waiter, mut _keep) = F::task_sender(token);
-        let id = st.queue_sender(waiter, value);
-        drop(st);
-        let guard = OnDrop::new(|| {
-            let withdrawn = self.lock().sendq.remove(id);
-            drop(withdrawn);
-        });
-        loop {
-            let r = park_on(token, None, ParkedOn::Channel);
-            let mut st = self.lock();
-            // A task that is unwinding cannot wait: its send fails unless
-            // it happened already.
-            if let Some(sent) = st.sent(id, matches!(r, Resume::Cancelled)) {
-                guard.defuse();
-                return sent;
-            }
-            // Still queued after a wake-up that was not a hand-over: wait
-            // again in the same place, under a fresh token.
-            token = park_token();
-            let (waiter, keep) = F::task_sender(token);
-            _keep = keep;
-            if let Some(p) = st.sendq.get_mut(id) {
-                p.waiter = waiter;
-            }
-        }
-    }
-
     /// True if a receive would not find the channel empty: a message
     /// waits, or the channel is closed.
     pub(crate) fn is_ready(&self) -> bool {
@@ -404,16 +279,15 @@ impl<T, F: ChanFlavor> Chan<T, F> {
     /// Queues the pause `token` of a [`Select`](super::Select) as a waiting
     /// receiver.
     pub(crate) fn register(&self, token: ParkToken) -> Registration {
-        self.lock().register(F::task_receiver(token))
+        self.lock().register(F::task_wake(token))
     }
 
     /// Queues the pause `token` of a [`Select`](super::Select) with a send
     /// case, to be woken when a send may succeed.
     pub(crate) fn register_space(&self, token: ParkToken) -> Registration {
-        let (entry, fired, keep) = F::task_receiver(token);
+        let (wake, keep) = F::task_wake(token);
         Registration {
-            id: self.lock().spaceq.push(entry),
-            fired,
+            id: self.lock().spaceq.push((), wake),
             _keep: keep,
         }
     }
@@ -421,8 +295,7 @@ impl<T, F: ChanFlavor> Chan<T, F> {
     /// Takes a send case's entry out again. Nothing to hand on: every
     /// waiter for room is woken at once.
     pub(crate) fn unregister_space(&self, reg: &Registration) {
-        let gone = self.lock().spaceq.remove(reg.id);
-        drop(gone);
+        self.lock().spaceq.remove(reg.id);
     }
 
     /// See [`State::unregister`].
@@ -447,7 +320,7 @@ impl<T, F: ChanFlavor> Chan<T, F> {
         let mut st = self.lock();
         st.senders -= 1;
         if st.senders == 0 {
-            F::wake_all(&mut st.recvq);
+            st.recvq.take_all().wake();
         }
     }
 
@@ -461,9 +334,9 @@ impl<T, F: ChanFlavor> Chan<T, F> {
             // Parked senders wake, find their value still queued and take
             // it back in a `SendError`; their entries stay for them to
             // take.
-            for p in st.sendq.iter() {
-                F::wake_sender(&p.waiter);
-            }
+            let mut wakes = F::Wakeups::default();
+            st.sendq.wake_in_place(&mut wakes);
+            wakes.wake();
             std::mem::take(&mut st.buf)
         };
         // Dropped outside the lock: a message's destructor may use the

@@ -26,18 +26,15 @@
 //! not behind a lock: every handle lives on one scheduler's thread (none of
 //! them is `Sync`), and no borrow is ever held across a pause, so a borrow
 //! can never be contended. Every waiter is a task of that scheduler, woken
-//! through its [`ParkToken`] without any atomic operation.
+//! through its [`ParkToken`](crate::raw::ParkToken) without any atomic
+//! operation.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::chan::{self, channel_handles, ChanFlavor, Guard};
+use super::chan::{self, channel_handles};
 use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::flavor::Local;
-use super::select::sealed::Fired;
-use super::waiters::WaitQueue;
-use crate::protocol::ParkToken;
-use crate::task::park::RemoteUnparker;
 
 mod mutex;
 mod notify;
@@ -48,68 +45,6 @@ pub use mutex::{Mutex, MutexGuard};
 pub use notify::{Event, Notify};
 pub use semaphore::{Semaphore, SemaphorePermit};
 pub use waitgroup::{Barrier, BarrierWaitResult, WaitGroup};
-
-// `#[inline]` throughout: the core calls these on every hand-over from its
-// generic code, which is compiled in the crate that uses the channel, and
-// there a function of this crate that is not generic is otherwise never
-// inlined.
-
-/// The single-thread flavor of the channel core.
-impl ChanFlavor for Local {
-    /// A waiting receiver is its park token: whether a sender picked it is
-    /// told by its entry being gone from the queue ([`Fired::Dequeued`]).
-    type Receiver = ParkToken;
-    type Sender = ParkToken;
-
-    #[inline]
-    fn wake_one(q: &mut WaitQueue<ParkToken>) -> bool {
-        // An entry whose unpark fails stays queued for its owner to remove.
-        q.take_first(|t| t.unpark()).is_some()
-    }
-
-    #[inline]
-    fn wake_all(q: &mut WaitQueue<ParkToken>) {
-        // An entry whose task stopped waiting goes too; its owner then
-        // takes itself for picked and hands a wake-up on: at worst one
-        // receiver wakes for nothing and looks again.
-        for (_, t) in q.take_all() {
-            t.unpark();
-        }
-    }
-
-    #[inline]
-    fn wake_sender(token: &ParkToken) -> bool {
-        token.unpark()
-    }
-
-    #[inline]
-    fn task_receiver(token: ParkToken) -> (ParkToken, Fired, Option<RemoteUnparker>) {
-        (token, Fired::Dequeued, None)
-    }
-
-    #[inline]
-    fn task_sender(token: ParkToken) -> (ParkToken, Option<RemoteUnparker>) {
-        (token, None)
-    }
-
-    #[inline]
-    fn wait_receiver<'a, T>(
-        chan: &'a Chan<T>,
-        st: Guard<'a, T, Local>,
-        deadline: Option<Instant>,
-    ) -> Result<Guard<'a, T, Local>, RecvTimeoutError> {
-        chan.park_receiver(st, deadline)
-    }
-
-    #[inline]
-    fn wait_sender<'a, T>(
-        chan: &'a Chan<T>,
-        st: Guard<'a, T, Local>,
-        value: T,
-    ) -> Result<(), SendError<T>> {
-        chan.park_sender(st, value)
-    }
-}
 
 /// The shared state of one channel.
 pub(crate) type Chan<T> = chan::Chan<T, Local>;

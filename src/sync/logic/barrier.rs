@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::sync::flavor::{Flavor, Lock, Wakeups};
+use crate::sync::flavor::{Flavor, Wakeups};
 use crate::sync::wait;
 use crate::sync::waiters::WithWaiters;
 
@@ -25,7 +25,7 @@ impl<F: Flavor> Barrier<F> {
     pub(crate) fn new(n: usize) -> Self {
         Barrier {
             n,
-            state: Lock::new(WithWaiters::new(Round {
+            state: From::from(WithWaiters::new(Round {
                 arrived: 0,
                 generation: 0,
             })),
@@ -44,7 +44,7 @@ impl<F: Flavor> Barrier<F> {
     /// flavor.
     pub(crate) fn wait(&self, what: &'static str) -> bool {
         crate::task::coop::proceed();
-        let mut st = self.state.lock();
+        let mut st = F::lock(&self.state);
         st.arrived += 1;
         if st.arrived >= self.n {
             st.arrived = 0;
@@ -80,7 +80,7 @@ impl<F: Flavor> Barrier<F> {
 
 impl<F: Flavor> fmt::Debug for Barrier<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.lock();
+        let st = F::lock(&self.state);
         f.debug_struct("Barrier")
             .field("n", &self.n)
             .field("arrived", &st.arrived)

@@ -12,7 +12,7 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::scheduler::port::ParkedOn;
-use crate::sync::flavor::{Flavor, Guard, Lock, Wakeups};
+use crate::sync::flavor::{Flavor, Guard, Wakeups};
 use crate::sync::wait::{self, NotReady};
 use crate::sync::waiters::{WithWaiters, Woken};
 
@@ -31,18 +31,18 @@ impl<F: Flavor> Gate<F> {
     /// A gate with the count `count`.
     pub(crate) fn new(count: usize) -> Self {
         Gate {
-            state: Lock::new(WithWaiters::new(Count { count })),
+            state: From::from(WithWaiters::new(Count { count })),
         }
     }
 
     /// Adds `n` to the count.
     pub(crate) fn add(&self, n: usize) {
-        self.state.lock().count += n;
+        F::lock(&self.state).count += n;
     }
 
     /// Sets the count; at zero every waiter wakes.
     pub(crate) fn set(&self, count: usize) {
-        Self::set_locked(self.state.lock(), count);
+        Self::set_locked(F::lock(&self.state), count);
     }
 
     /// [`set`](Self::set) under the held lock `st`, which it releases.
@@ -62,7 +62,7 @@ impl<F: Flavor> Gate<F> {
     /// If the count is zero already (more `done`s than `add`s), as Go's
     /// does.
     pub(crate) fn done(&self) {
-        let st = self.state.lock();
+        let st = F::lock(&self.state);
         assert!(
             st.count > 0,
             "yieldloop: WaitGroup::done called more times than add counted"
@@ -73,7 +73,7 @@ impl<F: Flavor> Gate<F> {
 
     /// The count now.
     pub(crate) fn count(&self) -> usize {
-        self.state.lock().count
+        F::lock(&self.state).count
     }
 
     /// Waits until the count is zero, or `deadline` passes; true if it
@@ -104,14 +104,14 @@ impl<F: Flavor> Gate<F> {
 
     /// Waiters queued now.
     pub(crate) fn waiting(&self) -> usize {
-        self.state.lock().waiters.len()
+        F::lock(&self.state).waiters.len()
     }
 }
 
 /// As a wait group: the count and the waiters.
 impl<F: Flavor> fmt::Debug for Gate<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.lock();
+        let st = F::lock(&self.state);
         f.debug_struct("WaitGroup")
             .field("count", &st.count)
             .field("waiting", &st.waiters.len())

@@ -22,7 +22,7 @@
 //! longest, which then holds it without racing for it: acquisition is
 //! first come, first served, and a newcomer does not overtake the queue.
 
-use crate::sync::flavor::{Flavor, Lock, Wakeups, Word};
+use crate::sync::flavor::{Flavor, Wakeups, Word};
 use crate::sync::wait;
 use crate::sync::waiters::{WithWaiters, Woken};
 use crate::sys::threads::atomic::Ordering;
@@ -51,8 +51,8 @@ impl<F: Flavor> RawMutex<F> {
     /// An unlocked lock.
     pub(crate) fn new() -> Self {
         RawMutex {
-            state: Word::new(UNLOCKED),
-            waiters: Lock::new(WithWaiters::new(())),
+            state: F::Word::from(UNLOCKED),
+            waiters: From::from(WithWaiters::new(())),
         }
     }
 
@@ -83,40 +83,31 @@ impl<F: Flavor> RawMutex<F> {
     /// Locks if the lock is free now and nobody waits for it.
     #[inline]
     pub(crate) fn try_lock(&self) -> bool {
-        self.state
-            .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        self.state.replace_if(UNLOCKED, LOCKED, Ordering::Acquire)
     }
 
     /// True while the lock is held.
     pub(crate) fn is_locked(&self) -> bool {
-        self.state.load(Ordering::Relaxed) != UNLOCKED
+        self.state.get(Ordering::Relaxed) != UNLOCKED
     }
 
     /// Waiters queued for the lock now.
     pub(crate) fn waiting(&self) -> usize {
-        self.waiters.lock().waiters.len()
+        F::lock(&self.waiters).waiters.len()
     }
 
     /// Queues for the lock; true once it is held, false if `deadline`
     /// passed first.
     #[inline(never)]
     fn lock_slow(&self, deadline: Option<Instant>, what: &'static str) -> bool {
-        let mut st = self.waiters.lock();
+        let mut st = F::lock(&self.waiters);
         loop {
             // Under the queue's lock the state changes only by a holder's
             // fast unlock (LOCKED to UNLOCKED) and a fast lock after it.
-            match self.state.load(Ordering::Relaxed) {
+            match self.state.get(Ordering::Relaxed) {
                 UNLOCKED if self.try_lock() => return true,
                 UNLOCKED => continue,
-                LOCKED
-                    if self
-                        .state
-                        .compare_exchange(LOCKED, CONTENDED, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_err() =>
-                {
-                    continue
-                }
+                LOCKED if !self.state.replace_if(LOCKED, CONTENDED, Ordering::Relaxed) => continue,
                 _ => {}
             }
             // A deadline `<= now` has passed.
@@ -157,30 +148,21 @@ impl<F: Flavor> RawMutex<F> {
         if st.waiters.is_empty() {
             // The lock is held (it is never left unlocked with waiters
             // queued), so the state is LOCKED or CONTENDED.
-            let _ = self.state.compare_exchange(
-                CONTENDED,
-                LOCKED,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+            self.state.replace_if(CONTENDED, LOCKED, Ordering::Relaxed);
         }
     }
 
     /// Unlocks: hands the lock to the longest waiter, if any.
     #[inline]
     pub(crate) fn unlock(&self) {
-        if self
-            .state
-            .compare_exchange(LOCKED, UNLOCKED, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-        {
+        if !self.state.replace_if(LOCKED, UNLOCKED, Ordering::Release) {
             self.unlock_slow();
         }
     }
 
     #[cold]
     fn unlock_slow(&self) {
-        let mut st = self.waiters.lock();
+        let mut st = F::lock(&self.waiters);
         let wakes = self.unlock_locked(&mut st);
         drop(st);
         wakes.wake();
@@ -193,10 +175,10 @@ impl<F: Flavor> RawMutex<F> {
         let mut wakes = F::Wakeups::default();
         if st.waiters.wake_one(&mut wakes) {
             if st.waiters.is_empty() {
-                self.state.store(LOCKED, Ordering::Relaxed);
+                self.state.put(LOCKED, Ordering::Relaxed);
             }
         } else {
-            self.state.store(UNLOCKED, Ordering::Release);
+            self.state.put(UNLOCKED, Ordering::Release);
         }
         wakes
     }

@@ -10,7 +10,7 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::scheduler::port::ParkedOn;
-use crate::sync::flavor::{Flavor, Lock, Wakeups};
+use crate::sync::flavor::{Flavor, Wakeups};
 use crate::sync::wait::{self, NotReady};
 use crate::sync::waiters::{WithWaiters, Woken};
 
@@ -54,13 +54,13 @@ impl<F: Flavor> Semaphore<F> {
     /// A semaphore with `permits` permits, keeping at most `most`.
     pub(crate) fn new(permits: usize, most: usize) -> Self {
         Semaphore {
-            state: Lock::new(WithWaiters::new(Permits { permits, most })),
+            state: From::from(WithWaiters::new(Permits { permits, most })),
         }
     }
 
     /// Takes a permit if one is free now.
     pub(crate) fn try_acquire(&self) -> bool {
-        self.state.lock().take()
+        F::lock(&self.state).take()
     }
 
     /// Takes a permit, waiting until one is handed over or `deadline`
@@ -99,29 +99,29 @@ impl<F: Flavor> Semaphore<F> {
     /// the count (up to the most kept).
     #[inline]
     pub(crate) fn release(&self) {
-        let wakes = self.state.lock().give();
+        let wakes = F::lock(&self.state).give();
         wakes.wake();
     }
 
     /// Wakes every waiter waiting now; stores nothing.
     pub(crate) fn wake_all(&self) {
-        let wakes = self.state.lock().waiters.take_all();
+        let wakes = F::lock(&self.state).waiters.take_all();
         wakes.wake();
     }
 
     /// Permits free now.
     pub(crate) fn available_permits(&self) -> usize {
-        self.state.lock().permits
+        F::lock(&self.state).permits
     }
 
     /// Waiters queued now.
     pub(crate) fn waiting(&self) -> usize {
-        self.state.lock().waiters.len()
+        F::lock(&self.state).waiters.len()
     }
 
     /// `{:?}` as a semaphore: its permits and waiters.
     pub(crate) fn fmt_permits(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.lock();
+        let st = F::lock(&self.state);
         f.debug_struct("Semaphore")
             .field("permits", &st.permits)
             .field("waiting", &st.waiters.len())
@@ -130,7 +130,7 @@ impl<F: Flavor> Semaphore<F> {
 
     /// `{:?}` as a notify: whether a permit is stored, and its waiters.
     pub(crate) fn fmt_notify(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.lock();
+        let st = F::lock(&self.state);
         f.debug_struct("Notify")
             .field("permit", &(st.permits > 0))
             .field("waiting", &st.waiters.len())
