@@ -95,517 +95,108 @@ impl Real {
 /// never the address of a function.
 const MISSING: usize = usize::MAX;
 
-static READ: Real = Real::new(c"read");
-static READV: Real = Real::new(c"readv");
-static RECV: Real = Real::new(c"recv");
-static RECVFROM: Real = Real::new(c"recvfrom");
-static RECVMSG: Real = Real::new(c"recvmsg");
-static WRITE: Real = Real::new(c"write");
-static WRITEV: Real = Real::new(c"writev");
-static SEND: Real = Real::new(c"send");
-static SENDTO: Real = Real::new(c"sendto");
-static SENDMSG: Real = Real::new(c"sendmsg");
-static CONNECT: Real = Real::new(c"connect");
-static ACCEPT: Real = Real::new(c"accept");
-static ACCEPT4: Real = Real::new(c"accept4");
-static CLOSE: Real = Real::new(c"close");
-static POLL: Real = Real::new(c"poll");
-static PPOLL: Real = Real::new(c"ppoll");
-static SELECT: Real = Real::new(c"select");
-static EPOLL_WAIT: Real = Real::new(c"epoll_wait");
-static EPOLL_PWAIT: Real = Real::new(c"epoll_pwait");
-static EPOLL_PWAIT2: Real = Real::new(c"epoll_pwait2");
-static NANOSLEEP: Real = Real::new(c"nanosleep");
-static CLOCK_NANOSLEEP: Real = Real::new(c"clock_nanosleep");
-static USLEEP: Real = Real::new(c"usleep");
-static SLEEP: Real = Real::new(c"sleep");
-static GETADDRINFO: Real = Real::new(c"getaddrinfo");
-static SETSOCKOPT: Real = Real::new(c"setsockopt");
-static FORK: Real = Real::new(c"fork");
-
-// Each function below calls the C library's definition with the caller's
-// arguments. The transmutes are sound because each `Real` is looked up by
-// the very name whose C prototype (from the C library's headers, as the
-// `libc` crate declares it) the function-pointer type spells out.
-
-/// `read(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `read(2)`: `buf` valid for `n` bytes of writing.
-#[inline(always)]
-pub(super) unsafe fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *mut c_void, size_t) -> ssize_t =
-        unsafe { mem::transmute(READ.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, buf, n) }
+/// The C library's definition of each call, one row each: the man page
+/// and what a caller must uphold beyond it, then the function, its name
+/// the C library's and its prototype as the C library's headers (and the
+/// `libc` crate) declare it. Each calls the C library's definition with
+/// the caller's arguments, found by that name on its first call. A row
+/// with `missing:` is a function older C libraries lack: where it is
+/// missing, that expression is the answer.
+macro_rules! real_calls {
+    ($(
+        $page:literal $(: $extra:literal)? $(, missing: $missing:expr)?
+        => fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;
+    )*) => {$(
+        #[doc = concat!("`", $page, "`, the C library's.")]
+        ///
+        /// # Safety
+        ///
+        #[doc = concat!("As for `", $page, "`", $(": ", $extra,)? ".")]
+        #[inline(always)]
+        pub(super) unsafe fn $name($($arg: $ty),*) -> $ret {
+            static REAL: Real = Real::new(
+                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => panic!("a name with a NUL inside"),
+                },
+            );
+            let addr = real_calls!(@addr REAL $(, $missing)?);
+            let f: unsafe extern "C" fn($($ty),*) -> $ret =
+                // SAFETY: the address was looked up by the very name whose
+                // C prototype the function-pointer type spells out.
+                unsafe { mem::transmute(addr) };
+            // SAFETY: the caller's contract is the function's.
+            unsafe { f($($arg),*) }
+        }
+    )*};
+    (@addr $real:ident) => { $real.addr() };
+    (@addr $real:ident, $missing:expr) => {
+        match $real.find() {
+            Some(addr) => addr,
+            None => return $missing,
+        }
+    };
 }
 
-/// `readv(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `readv(2)`.
-#[inline(always)]
-pub(super) unsafe fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *const iovec, c_int) -> ssize_t =
-        unsafe { mem::transmute(READV.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, iov, n) }
-}
-
-/// `recv(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `recv(2)`.
-#[inline(always)]
-pub(super) unsafe fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *mut c_void, size_t, c_int) -> ssize_t =
-        unsafe { mem::transmute(RECV.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, buf, n, flags) }
-}
-
-/// `recvfrom(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `recvfrom(2)`.
-#[inline(always)]
-pub(super) unsafe fn recvfrom(
-    fd: c_int,
-    buf: *mut c_void,
-    n: size_t,
-    flags: c_int,
-    addr: *mut sockaddr,
-    len: *mut socklen_t,
-) -> ssize_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(
-        c_int,
-        *mut c_void,
-        size_t,
-        c_int,
-        *mut sockaddr,
-        *mut socklen_t,
-    ) -> ssize_t = unsafe { mem::transmute(RECVFROM.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, buf, n, flags, addr, len) }
-}
-
-/// `recvmsg(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `recvmsg(2)`.
-#[inline(always)]
-pub(super) unsafe fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *mut msghdr, c_int) -> ssize_t =
-        unsafe { mem::transmute(RECVMSG.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, msg, flags) }
-}
-
-/// `write(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `write(2)`.
-#[inline(always)]
-pub(super) unsafe fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *const c_void, size_t) -> ssize_t =
-        unsafe { mem::transmute(WRITE.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, buf, n) }
-}
-
-/// `writev(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `writev(2)`.
-#[inline(always)]
-pub(super) unsafe fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *const iovec, c_int) -> ssize_t =
-        unsafe { mem::transmute(WRITEV.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, iov, n) }
-}
-
-/// `send(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `send(2)`.
-#[inline(always)]
-pub(super) unsafe fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *const c_void, size_t, c_int) -> ssize_t =
-        unsafe { mem::transmute(SEND.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, buf, n, flags) }
-}
-
-/// `sendto(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `sendto(2)`.
-#[inline(always)]
-pub(super) unsafe fn sendto(
-    fd: c_int,
-    buf: *const c_void,
-    n: size_t,
-    flags: c_int,
-    addr: *const sockaddr,
-    len: socklen_t,
-) -> ssize_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(
-        c_int,
-        *const c_void,
-        size_t,
-        c_int,
-        *const sockaddr,
-        socklen_t,
-    ) -> ssize_t = unsafe { mem::transmute(SENDTO.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, buf, n, flags, addr, len) }
-}
-
-/// `sendmsg(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `sendmsg(2)`.
-#[inline(always)]
-pub(super) unsafe fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *const msghdr, c_int) -> ssize_t =
-        unsafe { mem::transmute(SENDMSG.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, msg, flags) }
-}
-
-/// `connect(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `connect(2)`.
-#[inline(always)]
-pub(super) unsafe fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *const sockaddr, socklen_t) -> c_int =
-        unsafe { mem::transmute(CONNECT.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, addr, len) }
-}
-
-/// `accept(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `accept(2)`.
-#[inline(always)]
-pub(super) unsafe fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *mut sockaddr, *mut socklen_t) -> c_int =
-        unsafe { mem::transmute(ACCEPT.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, addr, len) }
-}
-
-/// `accept4(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `accept4(2)`.
-#[inline(always)]
-pub(super) unsafe fn accept4(
-    fd: c_int,
-    addr: *mut sockaddr,
-    len: *mut socklen_t,
-    flags: c_int,
-) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *mut sockaddr, *mut socklen_t, c_int) -> c_int =
-        unsafe { mem::transmute(ACCEPT4.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, addr, len, flags) }
-}
-
-/// `close(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `close(2)`: the caller owns `fd`.
-#[inline(always)]
-pub(super) unsafe fn close(fd: c_int) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int) -> c_int = unsafe { mem::transmute(CLOSE.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd) }
-}
-
-/// `poll(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `poll(2)`: `fds` valid for `n` entries.
-#[inline(always)]
-pub(super) unsafe fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(*mut pollfd, nfds_t, c_int) -> c_int =
-        unsafe { mem::transmute(POLL.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fds, n, timeout) }
-}
-
-/// `ppoll(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `ppoll(2)`.
-#[inline(always)]
-pub(super) unsafe fn ppoll(
-    fds: *mut pollfd,
-    n: nfds_t,
-    timeout: *const timespec,
-    mask: *const sigset_t,
-) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(*mut pollfd, nfds_t, *const timespec, *const sigset_t) -> c_int =
-        unsafe { mem::transmute(PPOLL.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fds, n, timeout, mask) }
-}
-
-/// `select(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `select(2)`.
-#[inline(always)]
-pub(super) unsafe fn select(
-    n: c_int,
-    r: *mut fd_set,
-    w: *mut fd_set,
-    e: *mut fd_set,
-    timeout: *mut timeval,
-) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(
-        c_int,
-        *mut fd_set,
-        *mut fd_set,
-        *mut fd_set,
-        *mut timeval,
-    ) -> c_int = unsafe { mem::transmute(SELECT.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(n, r, w, e, timeout) }
-}
-
-/// `epoll_wait(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `epoll_wait(2)`: `events` valid for `max` entries.
-#[inline(always)]
-pub(super) unsafe fn epoll_wait(
-    epfd: c_int,
-    events: *mut epoll_event,
-    max: c_int,
-    timeout: c_int,
-) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *mut epoll_event, c_int, c_int) -> c_int =
-        unsafe { mem::transmute(EPOLL_WAIT.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(epfd, events, max, timeout) }
-}
-
-/// `epoll_pwait(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `epoll_pwait(2)`.
-#[inline(always)]
-pub(super) unsafe fn epoll_pwait(
-    epfd: c_int,
-    events: *mut epoll_event,
-    max: c_int,
-    timeout: c_int,
-    mask: *const sigset_t,
-) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, *mut epoll_event, c_int, c_int, *const sigset_t) -> c_int =
-        unsafe { mem::transmute(EPOLL_PWAIT.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(epfd, events, max, timeout, mask) }
-}
-
-/// `epoll_pwait2(2)`, the C library's (GNU C library 2.35 and later), or
-/// the system call where the C library has no such function (`ENOSYS`
-/// before Linux 5.11, as the C library's own would answer).
-///
-/// # Safety
-///
-/// As for `epoll_pwait2(2)`.
-#[inline(always)]
-pub(super) unsafe fn epoll_pwait2(
-    epfd: c_int,
-    events: *mut epoll_event,
-    max: c_int,
-    timeout: *const timespec,
-    mask: *const sigset_t,
-) -> c_int {
-    let Some(addr) = EPOLL_PWAIT2.find() else {
+real_calls! {
+    "read(2)": "`buf` valid for `n` bytes of writing"
+        => fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t;
+    "readv(2)"
+        => fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t;
+    "recv(2)"
+        => fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t;
+    "recvfrom(2)"
+        => fn recvfrom(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t;
+    "recvmsg(2)"
+        => fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t;
+    "write(2)"
+        => fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t;
+    "writev(2)"
+        => fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t;
+    "send(2)"
+        => fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t;
+    "sendto(2)"
+        => fn sendto(fd: c_int, buf: *const c_void, n: size_t, flags: c_int, addr: *const sockaddr, len: socklen_t) -> ssize_t;
+    "sendmsg(2)"
+        => fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t;
+    "connect(2)"
+        => fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int;
+    "accept(2)"
+        => fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
+    "accept4(2)"
+        => fn accept4(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int;
+    "close(2)": "the caller owns `fd`"
+        => fn close(fd: c_int) -> c_int;
+    "poll(2)": "`fds` valid for `n` entries"
+        => fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int;
+    "ppoll(2)"
+        => fn ppoll(fds: *mut pollfd, n: nfds_t, timeout: *const timespec, mask: *const sigset_t) -> c_int;
+    "select(2)"
+        => fn select(n: c_int, r: *mut fd_set, w: *mut fd_set, e: *mut fd_set, timeout: *mut timeval) -> c_int;
+    "epoll_wait(2)": "`events` valid for `max` entries"
+        => fn epoll_wait(epfd: c_int, events: *mut epoll_event, max: c_int, timeout: c_int) -> c_int;
+    "epoll_pwait(2)"
+        => fn epoll_pwait(epfd: c_int, events: *mut epoll_event, max: c_int, timeout: c_int, mask: *const sigset_t) -> c_int;
+    "epoll_pwait2(2)",
+        // A C library older than 2.35 has none: the system call itself
+        // (`ENOSYS` before Linux 5.11, as the C library's own answers).
         // SAFETY: the caller's contract is the system call's; the mask's
         // size is the kernel's signal set (64 signals), as the C library
         // passes it.
-        return unsafe {
-            libc::syscall(
-                libc::SYS_epoll_pwait2,
-                epfd,
-                events,
-                max,
-                timeout,
-                mask,
-                8usize,
-            )
-        } as c_int;
-    };
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(
-        c_int,
-        *mut epoll_event,
-        c_int,
-        *const timespec,
-        *const sigset_t,
-    ) -> c_int = unsafe { mem::transmute(addr) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(epfd, events, max, timeout, mask) }
-}
-
-/// `nanosleep(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `nanosleep(2)`.
-#[inline(always)]
-pub(super) unsafe fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(*const timespec, *mut timespec) -> c_int =
-        unsafe { mem::transmute(NANOSLEEP.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(req, rem) }
-}
-
-/// `clock_nanosleep(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `clock_nanosleep(2)`.
-#[inline(always)]
-pub(super) unsafe fn clock_nanosleep(
-    clock: clockid_t,
-    flags: c_int,
-    req: *const timespec,
-    rem: *mut timespec,
-) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(clockid_t, c_int, *const timespec, *mut timespec) -> c_int =
-        unsafe { mem::transmute(CLOCK_NANOSLEEP.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(clock, flags, req, rem) }
-}
-
-/// `usleep(3)`, the C library's.
-///
-/// # Safety
-///
-/// None beyond the C library's own (kept `unsafe` like its neighbours).
-#[inline(always)]
-pub(super) unsafe fn usleep(us: useconds_t) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(useconds_t) -> c_int = unsafe { mem::transmute(USLEEP.addr()) };
-    // SAFETY: no pointer arguments.
-    unsafe { f(us) }
-}
-
-/// `sleep(3)`, the C library's.
-///
-/// # Safety
-///
-/// None beyond the C library's own (kept `unsafe` like its neighbours).
-#[inline(always)]
-pub(super) unsafe fn sleep(s: c_uint) -> c_uint {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_uint) -> c_uint = unsafe { mem::transmute(SLEEP.addr()) };
-    // SAFETY: no pointer arguments.
-    unsafe { f(s) }
-}
-
-/// `getaddrinfo(3)`, the C library's.
-///
-/// # Safety
-///
-/// As for `getaddrinfo(3)`.
-#[inline(always)]
-pub(super) unsafe fn getaddrinfo(
-    node: *const c_char,
-    service: *const c_char,
-    hints: *const addrinfo,
-    res: *mut *mut addrinfo,
-) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(
-        *const c_char,
-        *const c_char,
-        *const addrinfo,
-        *mut *mut addrinfo,
-    ) -> c_int = unsafe { mem::transmute(GETADDRINFO.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(node, service, hints, res) }
-}
-
-/// `setsockopt(2)`, the C library's.
-///
-/// # Safety
-///
-/// As for `setsockopt(2)`: `val` valid for `len` bytes.
-#[inline(always)]
-pub(super) unsafe fn setsockopt(
-    fd: c_int,
-    level: c_int,
-    name: c_int,
-    val: *const c_void,
-    len: socklen_t,
-) -> c_int {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn(c_int, c_int, c_int, *const c_void, socklen_t) -> c_int =
-        unsafe { mem::transmute(SETSOCKOPT.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f(fd, level, name, val, len) }
-}
-
-/// `fork(2)`, the C library's (which runs the `pthread_atfork` handlers).
-///
-/// # Safety
-///
-/// As for `fork(2)`: in a multithreaded program, the child may only make
-/// async-signal-safe calls until it calls `exec` or `_exit`.
-#[inline(always)]
-pub(super) unsafe fn fork() -> libc::pid_t {
-    // SAFETY: see the comment above these functions.
-    let f: unsafe extern "C" fn() -> libc::pid_t = unsafe { mem::transmute(FORK.addr()) };
-    // SAFETY: the caller's contract is the function's.
-    unsafe { f() }
+        missing: unsafe { libc::syscall(libc::SYS_epoll_pwait2, epfd, events, max, timeout, mask, 8usize) } as c_int
+        => fn epoll_pwait2(epfd: c_int, events: *mut epoll_event, max: c_int, timeout: *const timespec, mask: *const sigset_t) -> c_int;
+    "nanosleep(2)"
+        => fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int;
+    "clock_nanosleep(2)"
+        => fn clock_nanosleep(clock: clockid_t, flags: c_int, req: *const timespec, rem: *mut timespec) -> c_int;
+    "usleep(3)"
+        => fn usleep(us: useconds_t) -> c_int;
+    "sleep(3)"
+        => fn sleep(s: c_uint) -> c_uint;
+    "getaddrinfo(3)"
+        => fn getaddrinfo(node: *const c_char, service: *const c_char, hints: *const addrinfo, res: *mut *mut addrinfo) -> c_int;
+    "setsockopt(2)": "`val` valid for `len` bytes"
+        => fn setsockopt(fd: c_int, level: c_int, name: c_int, val: *const c_void, len: socklen_t) -> c_int;
+    "fork(2)": "in a multithreaded program, the child may only make async-signal-safe calls until it calls `exec` or `_exit` (the C library's runs the `pthread_atfork` handlers)"
+        => fn fork() -> libc::pid_t;
 }

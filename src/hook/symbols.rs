@@ -533,21 +533,17 @@ pub unsafe extern "C" fn select(
         return unsafe { real::select(nfds, r, w, e, timeout) };
     }
     // SAFETY: the caller's contract, passed on.
-    guard(-1, || unsafe { select_in_task(nfds, r, w, e, timeout) })
+    guard(-1, || unsafe { select_in_task(nfds, [r, w, e], timeout) })
 }
 
-/// [`select`] from a task, on top of [`calls::wait_any`].
+/// [`select`] from a task, on top of [`calls::wait_any`]; `sets` are the
+/// read, write and exception sets.
 ///
 /// # Safety
 ///
 /// As for `select(2)`.
-unsafe fn select_in_task(
-    nfds: c_int,
-    r: *mut fd_set,
-    w: *mut fd_set,
-    e: *mut fd_set,
-    timeout: *mut timeval,
-) -> c_int {
+unsafe fn select_in_task(nfds: c_int, sets: [*mut fd_set; 3], timeout: *mut timeval) -> c_int {
+    let [r, w, e] = sets;
     if nfds < 0 {
         return fail(libc::EINVAL);
     }
@@ -575,9 +571,9 @@ unsafe fn select_in_task(
             unsafe { std::slice::from_raw_parts(p.cast::<libc::c_ulong>(), words) }.to_vec()
         })
     };
-    let given = [copy(r), copy(w), copy(e)];
+    let given = sets.map(copy);
     let restore = || {
-        for (p, g) in [r, w, e].into_iter().zip(&given) {
+        for (p, g) in sets.into_iter().zip(&given) {
             if let Some(g) = g {
                 // SAFETY: `p` is the caller's non-null set, `g` its copy.
                 unsafe { std::ptr::copy_nonoverlapping(g.as_ptr(), p.cast(), g.len()) };

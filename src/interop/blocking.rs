@@ -30,7 +30,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::Duration;
 
-use super::from_thread::{Handoff, RemoteJoinError};
+use super::from_thread::{await_handoff, Handoff, RemoteJoinError};
 
 /// How many pool threads may exist at once unless
 /// [`set_blocking_max_threads`] says otherwise.
@@ -141,33 +141,26 @@ impl<T> BlockingHandle<T> {
     }
 }
 
-/// Awaiting the handle waits for the result without blocking, so `async`
-/// code can move blocking work to the pool; the outcome is the same as
-/// [`join`](BlockingHandle::join)'s. Dropping the future detaches the work,
-/// which runs on.
-///
-/// # Panics
-///
-/// If polled again after it has returned its output.
-///
-/// # Examples
-///
-/// ```
-/// let tokio_rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-/// let sum = tokio_rt.block_on(async {
-///     yieldloop::spawn_blocking(|| (1..=10u32).sum::<u32>()).await
-/// });
-/// assert_eq!(sum.unwrap(), 55);
-/// ```
-impl<T> std::future::Future for BlockingHandle<T> {
-    type Output = Result<T, RemoteJoinError>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        self.slot.poll(cx)
-    }
+await_handoff! {
+    /// Awaiting the handle waits for the result without blocking, so `async`
+    /// code can move blocking work to the pool; the outcome is the same as
+    /// [`join`](BlockingHandle::join)'s. Dropping the future detaches the work,
+    /// which runs on.
+    ///
+    /// # Panics
+    ///
+    /// If polled again after it has returned its output.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let tokio_rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let sum = tokio_rt.block_on(async {
+    ///     yieldloop::spawn_blocking(|| (1..=10u32).sum::<u32>()).await
+    /// });
+    /// assert_eq!(sum.unwrap(), 55);
+    /// ```
+    BlockingHandle
 }
 
 /// Sets how many pool threads may exist at once (default

@@ -105,6 +105,27 @@ impl fmt::Debug for RemoteJoinError {
     }
 }
 
+/// `Future` for a public handle over a [`Handoff`] kept in its field
+/// `slot`, with the impl's docs given: awaiting it is
+/// [`Handoff::poll`]. (The handles' `join` and `is_finished` are one call
+/// each, written beside their own docs.)
+macro_rules! await_handoff {
+    ($(#[$doc:meta])* $handle:ident) => {
+        $(#[$doc])*
+        impl<T> std::future::Future for $handle<T> {
+            type Output = Result<T, RemoteJoinError>;
+
+            fn poll(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Self::Output> {
+                self.slot.poll(cx)
+            }
+        }
+    };
+}
+pub(crate) use await_handoff;
+
 /// The slot one value crosses threads through.
 pub(crate) struct Handoff<T> {
     state: Mutex<State<T>>,

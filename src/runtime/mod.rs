@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 
-use crate::interop::from_thread::{Handoff, RemoteJoinError};
+use crate::interop::from_thread::{await_handoff, Handoff, RemoteJoinError};
 
 #[cfg(loom)]
 #[doc(hidden)]
@@ -547,38 +547,31 @@ impl<T> WorkerHandle<T> {
     }
 }
 
-/// Awaiting the handle waits for the task's value without blocking: an
-/// `async` program (on tokio, say) can hand work to a yieldloop runtime and
-/// `.await` it. The outcome is the same as [`join`](WorkerHandle::join)'s;
-/// dropping the future detaches the task, which runs on.
-///
-/// # Panics
-///
-/// If polled again after it has returned its output.
-///
-/// # Examples
-///
-/// ```
-/// let rt = yieldloop::Runtime::builder().workers(1).build().unwrap();
-/// let tokio_rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-/// let v = tokio_rt.block_on(async {
-///     let h = rt.spawn_on(0, || {
-///         yieldloop::sleep(std::time::Duration::from_millis(5));
-///         21 * 2
-///     });
-///     h.await
-/// });
-/// assert_eq!(v.unwrap(), 42);
-/// ```
-impl<T> std::future::Future for WorkerHandle<T> {
-    type Output = Result<T, RemoteJoinError>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        self.slot.poll(cx)
-    }
+await_handoff! {
+    /// Awaiting the handle waits for the task's value without blocking: an
+    /// `async` program (on tokio, say) can hand work to a yieldloop runtime and
+    /// `.await` it. The outcome is the same as [`join`](WorkerHandle::join)'s;
+    /// dropping the future detaches the task, which runs on.
+    ///
+    /// # Panics
+    ///
+    /// If polled again after it has returned its output.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = yieldloop::Runtime::builder().workers(1).build().unwrap();
+    /// let tokio_rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let v = tokio_rt.block_on(async {
+    ///     let h = rt.spawn_on(0, || {
+    ///         yieldloop::sleep(std::time::Duration::from_millis(5));
+    ///         21 * 2
+    ///     });
+    ///     h.await
+    /// });
+    /// assert_eq!(v.unwrap(), 42);
+    /// ```
+    WorkerHandle
 }
 
 /// [`SpawnHandle::worker`] before the task has started.

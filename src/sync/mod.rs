@@ -165,7 +165,6 @@ pub mod watch;
 
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
-pub use local::BarrierWaitResult;
 pub use mutex::{Mutex, MutexGuard};
 pub use notify::Notify;
 pub use once::OnceCell;
@@ -173,4 +172,4 @@ pub use oneshot::{oneshot, OneshotReceiver, OneshotSender};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use select::{Select, Selectable, SelectableSender};
 pub use semaphore::{Semaphore, SemaphorePermit};
-pub use waitgroup::{Barrier, WaitGroup};
+pub use waitgroup::{Barrier, BarrierWaitResult, WaitGroup};

@@ -1,6 +1,8 @@
 //! Channels between threads, with the names and shape of
 //! `std::sync::mpsc`: [`channel`], [`sync_channel`], [`Sender`],
-//! [`SyncSender`], [`Receiver`].
+//! [`SyncSender`], [`Receiver`]. Their errors ([`RecvError`],
+//! [`TrySendError`] and the others) are [`sync`](super)'s, shared with the
+//! single-thread channels of [`local`](super::local).
 //!
 //! The handles are `Send` (for `T: Send`), and each side works both inside
 //! tasks and on plain threads:
@@ -66,7 +68,7 @@
 use std::time::{Duration, Instant};
 
 use super::chan::{self, channel_handles};
-pub use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
+use super::error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use super::flavor::CrossThread;
 use crate::sys::threads::Arc;
 
@@ -190,7 +192,7 @@ channel_handles! {
         ///
         /// ```
         /// use std::time::Duration;
-        /// use yieldloop::sync::mpsc::{self, RecvTimeoutError};
+        /// use yieldloop::sync::{mpsc, RecvTimeoutError};
         ///
         /// let (tx, rx) = mpsc::channel::<u8>();
         /// // On a plain thread: blocks for 10 ms.

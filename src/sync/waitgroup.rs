@@ -1,9 +1,9 @@
-//! [`WaitGroup`] and [`Barrier`] across threads.
+//! [`WaitGroup`] and [`Barrier`] across threads, and what a wait at
+//! either barrier returns.
 
 use std::fmt;
 
 use super::flavor::CrossThread;
-use super::local::BarrierWaitResult;
 use super::logic::{self, Gate};
 
 /// Waits for a collection of jobs on any workers or threads to finish,
@@ -141,5 +141,23 @@ impl Barrier {
 impl fmt::Debug for Barrier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.raw, f)
+    }
+}
+
+/// What [`Barrier::wait`] and [`local::Barrier::wait`](super::local::Barrier::wait)
+/// return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BarrierWaitResult {
+    leader: bool,
+}
+
+impl BarrierWaitResult {
+    pub(crate) fn new(leader: bool) -> BarrierWaitResult {
+        BarrierWaitResult { leader }
+    }
+
+    /// True for exactly one task of each round: the last to arrive.
+    pub fn is_leader(&self) -> bool {
+        self.leader
     }
 }

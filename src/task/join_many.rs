@@ -32,31 +32,26 @@ mod sealed {
     impl<T> Sealed for super::ScopedJoinHandle<'_, T> {}
 }
 
-impl<T> Joinable for JoinHandle<T> {
-    type Output = T;
-    fn task_id(&self) -> TaskId {
-        self.id()
-    }
-    fn finished(&self) -> bool {
-        self.is_finished()
-    }
-    fn join_task(self) -> Result<T, JoinError> {
-        self.join()
-    }
+/// [`Joinable`] for a handle whose inherent `id`, `is_finished` and `join`
+/// are what it asks for: both handles have them.
+macro_rules! joinable {
+    ($($handle:ty),*) => {$(
+        impl<T> Joinable for $handle {
+            type Output = T;
+            fn task_id(&self) -> TaskId {
+                self.id()
+            }
+            fn finished(&self) -> bool {
+                self.is_finished()
+            }
+            fn join_task(self) -> Result<T, JoinError> {
+                self.join()
+            }
+        }
+    )*};
 }
 
-impl<T> Joinable for ScopedJoinHandle<'_, T> {
-    type Output = T;
-    fn task_id(&self) -> TaskId {
-        self.id()
-    }
-    fn finished(&self) -> bool {
-        self.is_finished()
-    }
-    fn join_task(self) -> Result<T, JoinError> {
-        self.join()
-    }
-}
+joinable!(JoinHandle<T>, ScopedJoinHandle<'_, T>);
 
 /// Pauses until every task has ended and returns their outcomes in the
 /// order of `handles` (not the order they ended in). Takes

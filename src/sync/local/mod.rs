@@ -44,7 +44,7 @@ mod waitgroup;
 pub use mutex::{Mutex, MutexGuard};
 pub use notify::{Event, Notify};
 pub use semaphore::{Semaphore, SemaphorePermit};
-pub use waitgroup::{Barrier, BarrierWaitResult, WaitGroup};
+pub use waitgroup::{Barrier, WaitGroup};
 
 /// The shared state of one channel.
 pub(crate) type Chan<T> = chan::Chan<T, Local>;

@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::sync::flavor::Local;
 use crate::sync::logic::{self, Gate};
+use crate::sync::BarrierWaitResult;
 
 /// Waits for a collection of jobs to finish, like Go's `sync.WaitGroup`.
 ///
@@ -135,23 +136,6 @@ pub struct Barrier {
     raw: logic::Barrier<Local>,
 }
 
-/// What [`Barrier::wait`] returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BarrierWaitResult {
-    leader: bool,
-}
-
-impl BarrierWaitResult {
-    pub(crate) fn new(leader: bool) -> BarrierWaitResult {
-        BarrierWaitResult { leader }
-    }
-
-    /// True for exactly one task of each round: the last to arrive.
-    pub fn is_leader(&self) -> bool {
-        self.leader
-    }
-}
-
 impl Barrier {
     /// A barrier for `n` tasks. `n` of 0 or 1 never pauses.
     pub fn new(n: usize) -> Barrier {
@@ -167,9 +151,7 @@ impl Barrier {
     /// Panics if it must pause outside a task, or in a task that is
     /// unwinding.
     pub fn wait(&self) -> BarrierWaitResult {
-        BarrierWaitResult {
-            leader: self.raw.wait("at a Barrier"),
-        }
+        BarrierWaitResult::new(self.raw.wait("at a Barrier"))
     }
 }
 
