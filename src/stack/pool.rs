@@ -51,6 +51,7 @@ pub const MIN_STACK_SIZE: usize = 16 * 1024;
 const WARM_WATERMARK: usize = 1024;
 
 /// Rounds a requested stack size to what the pool hands out.
+#[inline]
 pub(crate) fn round_size(bytes: usize) -> usize {
     let page = page_size();
     let bytes = bytes.clamp(MIN_STACK_SIZE, 1 << 40);
@@ -77,6 +78,8 @@ pub(crate) struct PooledStack {
 
 impl PooledStack {
     /// Takes a stack of (at least) `bytes` bytes from this thread's pool.
+    // Every spawn's: inlined, the warm path is a few loads.
+    #[inline]
     pub(crate) fn take(bytes: usize) -> io::Result<PooledStack> {
         let size = round_size(bytes);
         POOL.with(|p| p.borrow_mut().take(size))
@@ -132,6 +135,8 @@ unsafe impl Stack for PooledStack {
 }
 
 impl Drop for PooledStack {
+    // Every finished task's: inlined, the warm path is a few stores.
+    #[inline]
     fn drop(&mut self) {
         let (base, size) = (self.base, self.size);
         // If the thread's pool is already gone (thread exit), the memory
@@ -217,18 +222,23 @@ const TRIM_BATCH: usize = 16 * 1024;
 
 impl Pool {
     /// The free list for `size`, created empty on first use.
+    #[inline]
     fn list(&mut self, size: usize) -> &mut FreeList {
         let i = match self.free.iter().position(|l| l.size == size) {
             Some(i) => i,
-            None => {
-                self.free.push(FreeList {
-                    size,
-                    ..FreeList::default()
-                });
-                self.free.len() - 1
-            }
+            None => self.new_list(size),
         };
         &mut self.free[i]
+    }
+
+    /// Makes the free list for a size not seen before; its place.
+    #[cold]
+    fn new_list(&mut self, size: usize) -> usize {
+        self.free.push(FreeList {
+            size,
+            ..FreeList::default()
+        });
+        self.free.len() - 1
     }
 
     // Its one caller is every spawn: inlined, the warm path is a few loads.
