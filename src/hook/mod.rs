@@ -262,58 +262,44 @@
 //! book's chapter 12 says more, and what the slow-task monitor reports
 //! when a library blocks where the hook cannot see.
 
-#[cfg(not(target_os = "linux"))]
-compile_error!(
-    "yieldloop's feature `hook` (blocking socket and sleep calls made cooperative inside \
-     tasks) is Linux only: it defines the GNU C library's entry points; turn the feature \
-     off on this target"
-);
-
-// Elsewhere only the error above is reported, not the consequences.
-#[cfg(target_os = "linux")]
-mod calls;
-#[cfg(target_os = "linux")]
-mod epoll;
-#[cfg(target_os = "linux")]
-mod fds;
-#[cfg(target_os = "linux")]
-mod fork;
-#[cfg(target_os = "linux")]
-mod lookup;
-#[cfg(target_os = "linux")]
-mod pause;
-#[cfg(target_os = "linux")]
-mod real;
-#[cfg(target_os = "linux")]
-mod symbols;
-
-/// True when the intercepting definitions are the ones this process's
-/// shared libraries reach: the executable was linked with them and
-/// exports them (`-rdynamic`; see the [module docs](self#setting-up)).
-///
-/// Calls made by Rust code inside the executable (the standard library's
-/// included) reach the hook whenever the feature is on; this tells about
-/// C libraries loaded as shared objects, which reach it only through the
-/// export.
-///
-/// # Examples
-///
-/// A startup check:
-///
-/// ```
-/// if !yieldloop::hook::active() {
-///     eprintln!(
-///         "C libraries loaded as shared objects will block the scheduler's \
-///          thread: link the executable with -rdynamic"
-///     );
-/// }
-/// ```
-#[cfg(target_os = "linux")]
-pub fn active() -> bool {
-    // What a shared library's call to `recv` is bound to: the first
-    // definition in the global scope, which is the executable's when it
-    // exports its symbols.
-    // SAFETY: a NUL-terminated name; RTLD_DEFAULT searches the global scope.
-    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"recv".as_ptr()) };
-    std::ptr::eq(found.cast_const().cast::<()>(), symbols::recv as *const ())
+// Elsewhere the build stops in `sys`, with a message naming the feature,
+// and these items are left out so that the message is all it reports.
+crate::sys::linux_only! {
+    mod calls;
+    mod epoll;
+    mod fds;
+    mod fork;
+    mod lookup;
+    mod pause;
+    mod real;
+    mod symbols;
+    /// True when the intercepting definitions are the ones this process's
+    /// shared libraries reach: the executable was linked with them and
+    /// exports them (`-rdynamic`; see the [module docs](self#setting-up)).
+    ///
+    /// Calls made by Rust code inside the executable (the standard library's
+    /// included) reach the hook whenever the feature is on; this tells about
+    /// C libraries loaded as shared objects, which reach it only through the
+    /// export.
+    ///
+    /// # Examples
+    ///
+    /// A startup check:
+    ///
+    /// ```
+    /// if !yieldloop::hook::active() {
+    ///     eprintln!(
+    ///         "C libraries loaded as shared objects will block the scheduler's \
+    ///          thread: link the executable with -rdynamic"
+    ///     );
+    /// }
+    /// ```
+    pub fn active() -> bool {
+        // What a shared library's call to `recv` is bound to: the first
+        // definition in the global scope, which is the executable's when it
+        // exports its symbols.
+        // SAFETY: a NUL-terminated name; RTLD_DEFAULT searches the global scope.
+        let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"recv".as_ptr()) };
+        std::ptr::eq(found.cast_const().cast::<()>(), symbols::recv as *const ())
+    }
 }

@@ -16,8 +16,30 @@ impl Core {
     /// task straight back in the run queue. An op that cannot be waited
     /// for (a stale socket id, a foreign park token) ends the wait at once
     /// with an error.
-    #[inline]
+    #[inline(always)]
     pub(super) fn wait_for(&mut self, id: TaskId, op: Op, sched: SchedulerId) {
+        // The commonest wait after a yield, a park on the task's own token
+        // (every channel and primitive waits so), is filed here, inlined
+        // into the loop; the rest in a call.
+        if let Op::Park(t, deadline) = &op {
+            if t.wait.key == id.key && t.sched == sched {
+                // What the parking code said it parks on, for a dump.
+                let on = WaitKind::Parked(super::port::take_parked_on());
+                // The token was handed out before the pause; it is the wait.
+                self.set_waiting(t.wait, false, on);
+                if let Some(deadline) = *deadline {
+                    self.arm_deadline(t.wait, deadline);
+                }
+                return;
+            }
+        }
+        self.wait_for_other(id, op);
+    }
+
+    /// [`wait_for`](Self::wait_for) but for a park on the task's own
+    /// token.
+    #[inline(never)]
+    fn wait_for_other(&mut self, id: TaskId, op: Op) {
         let token = self.tasks.fresh_token();
         let wait = WaitToken { key: id.key, token };
         let (what, io, deadline) = match op {
@@ -50,23 +72,16 @@ impl Core {
                 }
                 return;
             }
-            Op::Park(t, deadline) => {
-                // What the parking code said it parks on, for a dump.
+            Op::Park(..) => {
+                // A token of another task (the task's own was filed in
+                // `wait_for`): the wait ends at once, with an error.
                 let on = WaitKind::Parked(super::port::take_parked_on());
-                if t.wait.key != id.key || t.sched != sched {
-                    self.set_waiting(wait, false, on);
-                    let e = io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "yieldloop: Op::Park with a token of another task",
-                    );
-                    self.waking().wake(wait, Resume::Err(e), "now");
-                    return;
-                }
-                // The token was handed out before the pause; it is the wait.
-                self.set_waiting(t.wait, false, on);
-                if let Some(deadline) = deadline {
-                    self.arm_deadline(t.wait, deadline);
-                }
+                self.set_waiting(wait, false, on);
+                let e = io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "yieldloop: Op::Park with a token of another task",
+                );
+                self.waking().wake(wait, Resume::Err(e), "now");
                 return;
             }
             Op::ReadReady(io, d) => (IoWait::Readable, io, d),
@@ -89,6 +104,7 @@ impl Core {
     }
 
     /// Puts the task of `wait` in that wait, on `on`, as of now.
+    #[inline]
     fn set_waiting(&mut self, wait: WaitToken, timer: bool, on: WaitKind) {
         self.tasks.slab[wait.key].state = TaskState::Waiting {
             token: wait.token,

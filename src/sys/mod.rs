@@ -21,6 +21,11 @@
 //! Beside them, one more choice made once, by the build rather than the
 //! system: the types threads share (`threads`), std's, or the `loom`
 //! model checker's under `--cfg loom`.
+//!
+//! And one thing only Linux has: the feature `hook`, which defines the GNU
+//! C library's entry points. Elsewhere the build stops with a message
+//! naming the feature, and [`linux_only!`] leaves the hook's items out, so
+//! that message is all the build reports.
 
 use std::io;
 
@@ -28,6 +33,25 @@ use std::io;
 compile_error!(
     "yieldloop supports Unix-like systems (Linux, macOS, FreeBSD); Windows is not supported"
 );
+
+#[cfg(all(feature = "hook", not(target_os = "linux")))]
+compile_error!(
+    "yieldloop's feature `hook` (blocking socket and sleep calls made cooperative inside \
+     tasks) is Linux only: it defines the GNU C library's entry points; turn the feature \
+     off on this target"
+);
+
+/// The items given, on Linux only: the hook's modules (see the module
+/// docs), which have no portable form.
+#[cfg(feature = "hook")]
+macro_rules! linux_only {
+    ($($item:item)*) => {$(
+        #[cfg(target_os = "linux")]
+        $item
+    )*};
+}
+#[cfg(feature = "hook")]
+pub(crate) use linux_only;
 
 mod affinity;
 mod clock;
