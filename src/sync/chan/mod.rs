@@ -133,6 +133,8 @@ impl<T, F: Flavor> State<T, F> {
 
     /// Sends without ever waiting: the unbounded send, and the fast path of
     /// the bounded one. Gives the value back if the channel is full.
+    /// Inlined into each send: a few loads and a push when nobody waits.
+    #[inline]
     pub(crate) fn try_send(&mut self, value: T) -> Result<(), TrySendError<T>> {
         if !self.receiver_alive {
             return Err(TrySendError::Disconnected(value));
@@ -165,9 +167,17 @@ impl<T, F: Flavor> State<T, F> {
         }
     }
 
-    /// Wakes one waiting receiver. Returns whether one was woken.
-    #[inline]
+    /// Wakes one waiting receiver. Returns whether one was woken. Most
+    /// sends find nobody waiting: that look is inlined into them, the wake
+    /// is a call.
+    #[inline(always)]
     fn wake_receiver(&mut self) -> bool {
+        !self.recvq.is_empty() && self.wake_queued_receiver()
+    }
+
+    /// [`wake_receiver`](Self::wake_receiver) with a receiver queued.
+    #[inline(never)]
+    fn wake_queued_receiver(&mut self) -> bool {
         let mut wakes = F::Wakeups::default();
         let woke = self.recvq.wake_one(&mut wakes);
         wakes.wake();
