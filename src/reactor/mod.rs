@@ -240,7 +240,7 @@ impl Reactor {
         &mut self,
         source: &mut impl mio::event::Source,
         fd: RawFd,
-        wakeups: &mut impl WaitingTasks,
+        tasks: &mut impl WaitingTasks,
         take_over: bool,
     ) -> io::Result<(IoId, ReadEvents)> {
         let interest = Interest::READABLE | Interest::WRITABLE;
@@ -259,7 +259,7 @@ impl Reactor {
                 if !take_over {
                     return Ok((id, s.read_events.clone()));
                 }
-                self.remove_source(id, false, wakeups);
+                self.remove_source(id, false, tasks);
                 // The freed slot may be the next one handed out.
                 key = self.sources.vacant_key();
                 self.poll
@@ -292,8 +292,8 @@ impl Reactor {
     /// it are woken with an error; its wakers are moved to the list the
     /// scheduler wakes ([`take_woken`](Self::take_woken)), so that a future
     /// waiting on it is polled again and finds it gone.
-    pub(crate) fn deregister(&mut self, id: IoId, wakeups: &mut impl WaitingTasks) {
-        self.remove_source(id, true, wakeups);
+    pub(crate) fn deregister(&mut self, id: IoId, tasks: &mut impl WaitingTasks) {
+        self.remove_source(id, true, tasks);
     }
 
     /// Frees the slot of a source whose descriptor number may name another
@@ -302,11 +302,11 @@ impl Reactor {
     /// which would act on whatever the number names now. The kernel drops
     /// the poller's entry when the file closes.
     #[cfg(feature = "hook")]
-    pub(crate) fn forget(&mut self, id: IoId, wakeups: &mut impl WaitingTasks) {
-        self.remove_source(id, false, wakeups);
+    pub(crate) fn forget(&mut self, id: IoId, tasks: &mut impl WaitingTasks) {
+        self.remove_source(id, false, tasks);
     }
 
-    fn remove_source(&mut self, id: IoId, tell_poller: bool, wakeups: &mut impl WaitingTasks) {
+    fn remove_source(&mut self, id: IoId, tell_poller: bool, tasks: &mut impl WaitingTasks) {
         if self.get_mut(id).is_none() {
             return;
         }
@@ -324,7 +324,7 @@ impl Reactor {
         self.woken.extend(src.read_waker);
         self.woken.extend(src.write_waker);
         for w in src.readers.into_iter().map(|(w, _)| w).chain(src.writers) {
-            wakeups.wake(
+            tasks.wake(
                 w,
                 Resume::Err(io::Error::new(
                     io::ErrorKind::NotConnected,
@@ -458,27 +458,27 @@ impl Reactor {
 
     /// Ends the waits one event makes ready: the wake-ups other threads
     /// sent, or the waits on one source.
-    pub(crate) fn dispatch(&mut self, r: Readiness, wakeups: &mut impl WaitingTasks) {
+    pub(crate) fn dispatch(&mut self, r: Readiness, tasks: &mut impl WaitingTasks) {
         if r.key == WAKER_KEY {
-            self.drain_remote(wakeups);
+            self.drain_remote(tasks);
         } else {
-            self.dispatch_source(r, wakeups);
+            self.dispatch_source(r, tasks);
         }
     }
 
     /// Wakes the tasks other threads asked to wake.
-    fn drain_remote(&mut self, wakeups: &mut impl WaitingTasks) {
+    fn drain_remote(&mut self, tasks: &mut impl WaitingTasks) {
         if let Some(q) = &self.remote {
             q.drain(&mut self.remote_scratch);
             for w in self.remote_scratch.drain(..) {
-                wakeups.wake(w, Resume::Ready, "remote");
+                tasks.wake(w, Resume::Ready, "remote");
             }
         }
     }
 
     /// Wakes the tasks waiting on one source that became ready; accepts a
     /// connection for each task waiting for one, while there are any.
-    fn dispatch_source(&mut self, r: Readiness, wakeups: &mut impl WaitingTasks) {
+    fn dispatch_source(&mut self, r: Readiness, tasks: &mut impl WaitingTasks) {
         let Some(src) = self.sources.get_mut(r.key) else {
             return;
         };
@@ -506,23 +506,23 @@ impl Reactor {
         let mut still_waiting = Vec::new();
         for (w, what) in readers.drain(..) {
             if what != IoWait::Connection {
-                wakeups.wake(w, Resume::Ready, "socket");
+                tasks.wake(w, Resume::Ready, "socket");
                 continue;
             }
             // Accept only for a task still waiting: a connection accepted
             // for nobody would be lost.
-            if !wakeups.is_waiting(w) {
+            if !tasks.is_waiting(w) {
                 continue;
             }
             match accept::accept_on(src.fd) {
-                Ok((stream, addr)) => wakeups.wake(w, Resume::Accepted(stream, addr), "socket"),
+                Ok((stream, addr)) => tasks.wake(w, Resume::Accepted(stream, addr), "socket"),
                 // Another acceptor (or a spurious event) took it.
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => still_waiting.push((w, what)),
-                Err(e) => wakeups.wake(w, Resume::Err(e), "socket"),
+                Err(e) => tasks.wake(w, Resume::Err(e), "socket"),
             }
         }
         for w in writers.drain(..) {
-            wakeups.wake(w, Resume::Ready, "socket");
+            tasks.wake(w, Resume::Ready, "socket");
         }
         readers.extend(still_waiting);
         if src.readers.is_empty() {

@@ -36,8 +36,8 @@ impl Core {
         self.wait_for_other(id, op);
     }
 
-    /// [`wait_for`](Self::wait_for) but for a park on the task's own
-    /// token.
+    /// [`wait_for`](Self::wait_for) for every op other than a park on the
+    /// task's own token.
     #[inline(never)]
     fn wait_for_other(&mut self, id: TaskId, op: Op) {
         let token = self.tasks.fresh_token();
