@@ -108,6 +108,35 @@ fn send_signal(pid: u32, signal: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The processes whose parent is `pid`, from `/proc` (none where there is
+/// no `/proc`).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| proc_stat(p).is_some_and(|(_, ppid)| ppid == pid))
+        .collect()
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn running(pid: u32) -> bool {
+    proc_stat(pid).is_some_and(|(state, _)| state != 'Z' && state != 'X')
+}
+
+/// The state letter and the parent's pid of process `pid`, from
+/// `/proc/PID/stat`.
+fn proc_stat(pid: u32) -> Option<(char, u32)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name, in parentheses, may hold spaces: the fields after
+    // its closing parenthesis are the state and the parent's pid.
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
 /// Whether a process with this pid exists (signal 0 checks without
 /// sending anything).
 pub fn pid_alive(pid: u32) -> bool {
@@ -695,10 +724,24 @@ impl PgServer {
         self.proc.stop();
     }
 
-    /// Kills the server with SIGKILL, for tests of a server that vanishes.
-    /// Its backends notice the postmaster's death and exit on their own.
+    /// Kills the server with SIGKILL, its backends with it, for tests of a
+    /// server that vanishes: once this returns, no process of the server is
+    /// left to answer on a connection. (Killed alone, the postmaster leaves
+    /// its backends serving their sessions until each notices its death.)
     pub fn kill(&mut self) {
+        let pid = self.pid();
+        // Stopped, it forks no new backend while its children are listed.
+        send_signal(pid, "STOP");
+        for child in children_of(pid) {
+            send_signal(child, "KILL");
+        }
         self.proc.kill();
+        // A killed backend is reaped by the postmaster, which is dead, so
+        // it is gone once it is a zombie (or reaped by init).
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline && children_of(pid).iter().any(|&c| running(c)) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Starts the server again (stopping it first if it still runs) on the

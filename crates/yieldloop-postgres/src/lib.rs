@@ -324,7 +324,8 @@ impl Error {
     }
 
     /// Whether the connection is gone: the server ended the session (a
-    /// `FATAL` error), the socket closed, or the client was already
+    /// `FATAL` error), the socket closed or failed (a reset, say, from a
+    /// server process that was killed), or the client was already
     /// unusable.
     pub fn is_connection_lost(&self) -> bool {
         match self {
@@ -380,7 +381,11 @@ impl From<tokio_postgres::Error> for Error {
 
 /// Whether `e` means the session is over.
 fn fatal(e: &tokio_postgres::Error) -> bool {
+    use std::error::Error as _;
     e.is_closed()
+        // The socket failed under the session (a reset from a backend
+        // that was killed, say): tokio-postgres's connection ends with it.
+        || e.source().is_some_and(|s| s.is::<std::io::Error>())
         || e.as_db_error()
             .is_some_and(|db| matches!(db.severity(), "FATAL" | "PANIC"))
 }
