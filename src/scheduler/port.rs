@@ -610,7 +610,7 @@ fn shown(frames: &[Frame]) -> &[Frame] {
             || n.starts_with("yieldloop::scheduler::coroutine::")
             // The same frames inlined, named without their path (as with
             // limited debug info).
-            || ["suspend_or<", "suspend_yield", "with_running<", "pause_inline"]
+            || ["suspend_or<", "suspend_yield", "with_running<"]
                 .iter()
                 .any(|p| n.starts_with(p))
     };

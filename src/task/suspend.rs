@@ -9,7 +9,7 @@ use std::io;
 
 use super::timeout;
 use crate::protocol::{Op, Resume};
-use crate::scheduler::coroutine::{self, TaskContext};
+use crate::scheduler::coroutine;
 
 /// Pauses the running task, hands `op` to the scheduler, and returns what the
 /// scheduler sends back when it resumes the task.
@@ -43,7 +43,7 @@ use crate::scheduler::coroutine::{self, TaskContext};
 /// ```
 #[inline]
 pub fn suspend(op: Op) -> Resume {
-    suspend_or(op, |cx, op| cx.pause(op), outside_task)
+    suspend_or(op, outside_task)
 }
 
 /// [`suspend`] for the pausing I/O calls, as an `io::Result`: outside a
@@ -52,17 +52,13 @@ pub fn suspend(op: Op) -> Resume {
 /// returned, on a plain thread) fails like any other I/O call.
 #[inline]
 pub(crate) fn suspend_io(op: Op) -> io::Result<()> {
-    suspend_or(
-        op,
-        |cx, op| cx.pause(op),
-        |_| {
-            Resume::Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "yieldloop: a socket, pipe or descriptor can only wait inside a task of the \
+    suspend_or(op, |_| {
+        Resume::Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "yieldloop: a socket, pipe or descriptor can only wait inside a task of the \
              yieldloop::run (or Runtime worker) that created it",
-            ))
-        },
-    )
+        ))
+    })
     .into_io()
 }
 
@@ -71,25 +67,20 @@ pub(crate) fn suspend_io(op: Op) -> io::Result<()> {
 /// has to make).
 #[inline]
 pub(crate) fn suspend_if_task(op: Op) -> Resume {
-    suspend_or(op, |cx, op| cx.pause(op), |_| Resume::Ready)
+    suspend_or(op, |_| Resume::Ready)
 }
 
-/// [`suspend`]`(Op::Yield)` with the pause inlined: the hottest pause of
-/// all, [`yield_now`](crate::yield_now)'s.
+/// [`suspend`]`(Op::Yield)`: [`yield_now`](crate::yield_now)'s pause,
+/// under a name of its own that [`diag::dump`](crate::diag::dump) leaves
+/// out of a task's stack.
 #[inline]
 pub(crate) fn suspend_yield() -> Resume {
-    suspend_or(Op::Yield, |cx, op| cx.pause_inline(op), outside_task)
+    suspend_or(Op::Yield, outside_task)
 }
 
-/// Pauses as [`suspend`] does, with `pause` (the task context's
-/// [`pause`](TaskContext::pause), or its inlined copy); outside a task,
-/// answers `outside(op)`.
+/// Pauses as [`suspend`] does; outside a task, answers `outside(op)`.
 #[inline(always)]
-fn suspend_or(
-    op: Op,
-    pause: impl FnOnce(&TaskContext, Op) -> Resume,
-    outside: impl FnOnce(Op) -> Resume,
-) -> Resume {
+fn suspend_or(op: Op, outside: impl FnOnce(Op) -> Resume) -> Resume {
     if coroutine::forced_unwind() {
         // A task being torn down, possibly one that never started and whose
         // captured values are dropped on the scheduler's stack: no pause.
@@ -112,7 +103,7 @@ fn suspend_or(
                 crate::scheduler::with_scheduler("suspend", |s| s.cancel(cx.id));
             }
             match cx.timeout_scope() {
-                None => pause(cx, op),
+                None => cx.pause(op),
                 Some(t) => timeout::scoped(op, t, |op| cx.pause(op)),
             }
         },

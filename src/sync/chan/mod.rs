@@ -100,8 +100,20 @@ impl<T, F: Flavor> State<T, F> {
     }
 
     /// Takes the value of the first parked sender that is still parked,
-    /// waking it: its send has happened.
+    /// waking it: its send has happened. Looks inline whether one is
+    /// queued, which on an unbounded channel none ever is.
+    #[inline]
     fn take_parked_sender(&mut self) -> Option<T> {
+        if self.sendq.is_empty() {
+            return None;
+        }
+        self.take_queued_sender()
+    }
+
+    /// [`take_parked_sender`](Self::take_parked_sender) with a sender
+    /// queued.
+    #[inline(never)]
+    fn take_queued_sender(&mut self) -> Option<T> {
         let mut wakes = F::Wakeups::default();
         let value = self.sendq.take_one(&mut wakes);
         wakes.wake();
