@@ -432,6 +432,11 @@ fn a_query_error_is_the_callers_and_the_connection_goes_on() {
         assert_eq!(err.code(), Some(&SqlState::DIVISION_BY_ZERO), "{err}");
         // A wrong Rust type for a parameter fails before anything is sent.
         assert!(client.query("SELECT $1::int4", &[&"text"]).is_err());
+        // So does a statement that cannot be encoded (a NUL byte in its
+        // text): an I/O error of tokio-postgres's, but not a lost
+        // connection.
+        let err = client.batch_execute("SELECT '\0'").unwrap_err();
+        assert!(!err.is_connection_lost(), "{err}");
 
         assert!(!client.is_broken());
         assert_eq!(

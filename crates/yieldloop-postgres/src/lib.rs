@@ -382,10 +382,21 @@ impl From<tokio_postgres::Error> for Error {
 /// Whether `e` means the session is over.
 fn fatal(e: &tokio_postgres::Error) -> bool {
     use std::error::Error as _;
+    use std::io::ErrorKind::*;
     e.is_closed()
         // The socket failed under the session (a reset from a backend
         // that was killed, say): tokio-postgres's connection ends with it.
-        || e.source().is_some_and(|s| s.is::<std::io::Error>())
+        // (Not every I/O error is that: a statement that cannot be encoded,
+        // with a NUL byte in its text, is an `InvalidInput` one, and the
+        // session goes on.)
+        || e.source()
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    ConnectionReset | ConnectionAborted | BrokenPipe | NotConnected | TimedOut
+                )
+            })
         || e.as_db_error()
             .is_some_and(|db| matches!(db.severity(), "FATAL" | "PANIC"))
 }

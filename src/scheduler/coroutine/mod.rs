@@ -589,9 +589,10 @@ impl TaskContext {
     ///
     /// Inlined into every pause, so that a resume lands in the code that
     /// paused: each frame between the switch and that code is a return the
-    /// processor mispredicts on every resume, since the switch leaves its
-    /// return predictions on the other stack. Out of line it cost the
-    /// channel hand-over a fifth of its time.
+    /// processor is likely to mispredict on every resume, since the switch
+    /// leaves its return predictions describing the other stack. Out of
+    /// line it cost the channel hand-over a fifth of its time, for 2 % of
+    /// its instructions.
     #[inline(always)]
     pub(crate) fn pause(&self, op: Op) -> Resume {
         let yielder = self.yielder.get();
