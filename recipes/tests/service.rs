@@ -488,25 +488,11 @@ fn users_are_served_past_a_dead_cache() {
 /// A process and everything below it (the PostgreSQL server's backends),
 /// from the parent ids in /proc.
 fn with_descendants(root: u32) -> Vec<u32> {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // The parent id is the second field after the command's ")".
-        let after = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
-        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
-            parents.push((pid, ppid));
-        }
-    }
     let mut all = vec![root];
     let mut i = 0;
     while i < all.len() {
-        let parent = all[i];
-        all.extend(parents.iter().filter(|p| p.1 == parent).map(|p| p.0));
+        let children = servers::children_of(all[i]);
+        all.extend(children);
         i += 1;
     }
     all

@@ -110,7 +110,7 @@ fn send_signal(pid: u32, signal: &str) -> bool {
 
 /// The processes whose parent is `pid`, from `/proc` (none where there is
 /// no `/proc`).
-fn children_of(pid: u32) -> Vec<u32> {
+pub fn children_of(pid: u32) -> Vec<u32> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };
