@@ -136,25 +136,35 @@ pub(crate) struct TimeoutScope {
 
 /// What code running in a task needs to know about itself: kept in the
 /// task's [`TaskHeader`], so it needs no saving and restoring around each pause.
+///
+/// `repr(C)` keeps the fields in this order: first those every pause or
+/// resume reads or writes, which then share the header's first two cache
+/// lines with the coroutine's saved stack pointer (see [`HOT_HEADER`]);
+/// after them those read only now and then (a timeout's expiry in an
+/// intercepted call, a task-local, a stack-overflow report). With
+/// hundreds of tasks, each line a resume touches is a likely cache miss.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct TaskContext {
-    /// Where the guard page is, for stack-overflow reports.
-    pub(crate) guard: GuardInfo,
-    pub(crate) id: TaskId,
     /// The coroutine's yielder, set when the coroutine starts, before the
     /// body runs.
     yielder: Cell<*const Yielder<Wake, Op>>,
-    /// The task's earliest active [`timeout`](crate::timeout()).
-    timeout: Cell<Option<TimeoutScope>>,
+    /// The task's cooperative budget; see [`Budget`].
+    budget: Budget,
     /// About where the stack pointer was when the task last paused (the
     /// address of a local of [`TaskContext::pause`]), or 0 before the first pause:
     /// the frames a resume returns through lie just around it.
     paused_sp: Cell<usize>,
+    /// The task's earliest active [`timeout`](crate::timeout()).
+    timeout: Cell<Option<TimeoutScope>>,
+    pub(crate) id: TaskId,
+    /// What the `hook` feature keeps about the task; see [`ForeignState`].
+    foreign: ForeignState,
     /// The task's task-locals, kept here for the `task_local` module, which
     /// alone looks inside (this module does not know their type). Empty
     /// until the task first uses one, so a task that never does costs no
-    /// allocation; 16 bytes, which keeps the header within the three cache
-    /// lines [`prefetch_task`] loads per resume.
+    /// allocation; 16 bytes, which keeps the header within its four cache
+    /// lines.
     ///
     /// # Invariant
     ///
@@ -163,10 +173,8 @@ pub(crate) struct TaskContext {
     /// so they are dropped on the task's stack, and leaves a zero-sized
     /// marker; the header, which has no drop of its own, leaks nothing.
     locals: LocalsSlot,
-    /// What the `hook` feature keeps about the task; see [`ForeignState`].
-    foreign: ForeignState,
-    /// The task's cooperative budget; see [`Budget`].
-    budget: Budget,
+    /// Where the guard page is, for stack-overflow reports.
+    pub(crate) guard: GuardInfo,
 }
 
 /// How many operations that could pause a task may complete at once, in
@@ -192,8 +200,7 @@ pub const DEFAULT_BUDGET: u32 = 128;
 /// A task's cooperative budget: how many operations that could have
 /// paused it may still complete at once before the next one first gives
 /// the thread back (see the `coop` module). Kept beside the rest of the
-/// context, on the cache lines a resume touches anyway; two words, for
-/// the header to stay within its four lines.
+/// context, on the cache lines a resume touches anyway.
 #[derive(Debug)]
 struct Budget {
     /// Units left in this turn.
@@ -219,7 +226,11 @@ const UNCONSTRAINED: u32 = u32::MAX;
 /// (a C library, or an `extern "C"` function) above the pause, which an
 /// unwind must never cross: such a task is resumed with
 /// [`Resume::Cancelled`] instead, and unwound at its next own pause.
+///
+/// `repr(C)`: the flags a pause reads first, the scope id, read only when
+/// a timeout ends an intercepted call, last (see [`TaskContext`]).
 #[derive(Debug, Default)]
+#[repr(C)]
 pub(crate) struct ForeignState {
     /// True while the task is paused inside an intercepted call.
     paused: Cell<bool>,
@@ -227,15 +238,15 @@ pub(crate) struct ForeignState {
     /// an intercepted call: every intercepted call fails at once from then
     /// on, and its next own pause is its last.
     cancelled: Cell<bool>,
-    /// The id of a timeout scope whose deadline ended an intercepted call
-    /// (0: none): the scope's `timeout` returns `Err(Elapsed)` when its
-    /// closure returns.
-    expired_scope: Cell<u64>,
     /// True while the task makes one of yieldloop's own calls on a
     /// non-blocking descriptor ([`own_io`]): the hook lets those through
     /// without looking at the descriptor.
     #[cfg(feature = "hook")]
     own_io: Cell<bool>,
+    /// The id of a timeout scope whose deadline ended an intercepted call
+    /// (0: none): the scope's `timeout` returns `Err(Elapsed)` when its
+    /// closure returns.
+    expired_scope: Cell<u64>,
 }
 
 /// True when an intercepted call (feature `hook`) made now should be
@@ -293,8 +304,11 @@ impl std::fmt::Debug for LocalsSlot {
 /// [`PooledStack::reserve_top`](crate::stack::PooledStack::reserve_top)),
 /// so a task costs no allocation of its own.
 ///
-/// `repr(C)` keeps the fields in this order: what a resume reads first,
-/// then the joiners, which [`prefetch_task`] leaves out.
+/// `repr(C)` keeps the fields in this order: the coroutine (whose saved
+/// stack pointer a resume reads first), then the context, whose fields a
+/// pause and a resume use come first (the two lines of [`HOT_HEADER`],
+/// all [`prefetch_task`] loads), then the joiners and the name, used when
+/// the task ends or is reported.
 #[repr(C)]
 pub(crate) struct TaskHeader {
     /// Declared first, so it is dropped (and unwound) while `cx` is intact.
@@ -822,9 +836,15 @@ fn prefetch_line(addr: usize) {
     unsafe { _mm_prefetch::<_MM_HINT_T0>(p) }
 }
 
-/// The part of a header a resume reads: all but the joiners.
-#[cfg(target_arch = "x86_64")]
-const HOT_HEADER: usize = std::mem::offset_of!(TaskHeader, joiners);
+/// The part of a header a pause and a resume read or write: the
+/// coroutine and the context's fields up to the timeout scope id of
+/// [`ForeignState`], the first of those read only now and then (see
+/// [`TaskContext`]). Two cache lines: one more per task is one more likely
+/// miss per resume when hundreds of tasks take turns.
+const HOT_HEADER: usize = std::mem::offset_of!(TaskHeader, cx)
+    + std::mem::offset_of!(TaskContext, foreign)
+    + std::mem::offset_of!(ForeignState, expired_scope);
+const _: () = assert!(HOT_HEADER <= 128);
 
 /// Bytes of stack below and above a task's pause point that
 /// [`prefetch_task`] asks for.
