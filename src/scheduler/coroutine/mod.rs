@@ -603,10 +603,10 @@ impl TaskContext {
     ///
     /// Inlined into every pause, so that a resume lands in the code that
     /// paused: each frame between the switch and that code is a return the
-    /// processor is likely to mispredict on every resume, since the switch
-    /// leaves its return predictions describing the other stack. Out of
-    /// line it cost the channel hand-over a fifth of its time, for 2 % of
-    /// its instructions.
+    /// processor may mispredict on every resume, since the switch leaves
+    /// its return predictions describing the other stack. Out of line, the
+    /// channel hand-over ran 2 % more instructions; its time was a fifth
+    /// more in one series of alternating runs and the same in a later one.
     #[inline(always)]
     pub(crate) fn pause(&self, op: Op) -> Resume {
         let yielder = self.yielder.get();
